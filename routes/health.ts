@@ -1,0 +1,75 @@
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import type { AppDependencies } from '../src/dependencies.js';
+import type { AppEnv } from '../src/http/app-env.js';
+import { runReadinessChecks } from '../src/readiness.js';
+
+const healthRoute = createRoute({
+  method: 'get',
+  path: '/healthz',
+  tags: ['Operations'],
+  summary: 'Liveness: the process is up and serving HTTP.',
+  responses: {
+    200: {
+      description: 'Alive.',
+      content: { 'application/json': { schema: z.object({ status: z.literal('ok') }) } },
+    },
+  },
+});
+
+const ReadinessSchema = z
+  .object({
+    status: z.enum(['ready', 'unavailable', 'draining']),
+    checks: z.record(z.string(), z.enum(['ok', 'failed', 'timeout'])),
+  })
+  .openapi('Readiness');
+
+const readinessRoute = createRoute({
+  method: 'get',
+  path: '/readyz',
+  tags: ['Operations'],
+  summary: 'Readiness: every dependency (database, storage, sandbox backend) answers.',
+  responses: {
+    200: { description: 'Ready.', content: { 'application/json': { schema: ReadinessSchema } } },
+    503: {
+      description: 'A dependency failed, or the process is shutting down.',
+      content: { 'application/json': { schema: ReadinessSchema } },
+    },
+  },
+});
+
+const metricsRoute = createRoute({
+  method: 'get',
+  path: '/metrics',
+  tags: ['Operations'],
+  summary: 'Prometheus metrics: requests and latency by route pattern and status.',
+  responses: {
+    200: { description: 'Prometheus text exposition.', content: { 'text/plain': { schema: z.string() } } },
+  },
+});
+
+const READINESS_TIMEOUT_MS = 2_000;
+
+/** `/healthz`, `/readyz` and `/metrics`: unauthenticated, side-effect free. */
+export function registerHealthRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies): void {
+  const checks = [{ name: 'database', check: () => deps.database.ping() }, ...(deps.readinessChecks ?? [])];
+
+  app.openapi(healthRoute, (c) => c.json({ status: 'ok' as const }, 200));
+
+  app.openapi(readinessRoute, async (c) => {
+    const report = await runReadinessChecks(checks, {
+      timeoutMs: READINESS_TIMEOUT_MS,
+      onFailure: (name, error) =>
+        deps.logger.warn({ requestId: c.get('requestId'), check: name, err: error }, 'readiness check failed'),
+    });
+    c.header('Cache-Control', 'no-store');
+    if (deps.lifecycle.draining) return c.json({ status: 'draining' as const, checks: report.checks }, 503);
+    return report.ready
+      ? c.json({ status: 'ready' as const, checks: report.checks }, 200)
+      : c.json({ status: 'unavailable' as const, checks: report.checks }, 503);
+  });
+
+  app.openapi(metricsRoute, async (c) => {
+    const body = await deps.metrics.registry.metrics();
+    return c.text(body, 200, { 'Content-Type': deps.metrics.registry.contentType });
+  });
+}

@@ -1,0 +1,50 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { registerAdminRoutes } from '../routes/admin.js';
+import { registerDocsRoutes } from '../routes/docs.js';
+import { registerHealthRoutes } from '../routes/health.js';
+import { registerMeRoutes } from '../routes/me.js';
+import type { AppDependencies } from './dependencies.js';
+import { ServiceError } from './errors.js';
+import type { AppEnv } from './http/app-env.js';
+import { createOpenApiApp, OPENAPI_INFO } from './http/openapi.js';
+import { normalizeError, problemResponse } from './http/problem.js';
+import { requestContext } from './http/request-context.js';
+
+export type { AppDependencies } from './dependencies.js';
+export type MordnApp = OpenAPIHono<AppEnv>;
+
+/**
+ * Builds the HTTP app from its dependencies without serving it: `src/main.ts` serves it, tests
+ * call it over real HTTP or through `app.request()`.
+ *
+ * @example
+ * const app = createApp({ config, database, logger, metrics, lifecycle });
+ * serve({ fetch: app.fetch, port: config.port });
+ */
+export function createApp(deps: AppDependencies): MordnApp {
+  const app = createOpenApiApp();
+  app.use('*', requestContext(deps.logger, deps.metrics));
+
+  registerHealthRoutes(app, deps);
+  registerDocsRoutes(app);
+  registerMeRoutes(app, deps);
+  if (deps.config.adminToken) registerAdminRoutes(app, deps, deps.config.adminToken);
+
+  app.notFound((c) =>
+    problemResponse(new ServiceError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}.`), c.get('requestId')),
+  );
+  app.onError((error, c) => {
+    const requestId = c.get('requestId') ?? 'unknown';
+    const { serviceError, unexpected } = normalizeError(error);
+    if (unexpected !== undefined) {
+      deps.logger.error({ requestId, err: unexpected, method: c.req.method, path: c.req.path }, 'unhandled error');
+    }
+    return problemResponse(serviceError, requestId);
+  });
+  return app;
+}
+
+/** The OpenAPI 3.1 document of an app, as committed under `openapi/`. */
+export function buildOpenApiDocument(app: MordnApp): unknown {
+  return app.getOpenAPI31Document(OPENAPI_INFO);
+}

@@ -1,0 +1,66 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { DatabaseSchema } from '../db/schema.js';
+import { ServiceError } from '../errors.js';
+import { findActiveApiKey, isWellFormedApiKey } from './api-keys.js';
+import type { AgentPrincipal } from './permissions.js';
+import { parseUserId } from './user-id.js';
+
+const CHALLENGE = { 'WWW-Authenticate': 'Bearer' };
+
+/** The credential parts of a request, read by the transport (HTTP headers, MCP request…). */
+export interface AgentCredentials {
+  /** The `Authorization` header value, if any. */
+  authorization: string | undefined;
+  /** Every value of `X-Chat-User`, in order; more than one is an error. */
+  userHeaderValues: readonly string[];
+}
+
+/** Extracts the token of `Authorization: Bearer <token>`, or `undefined` when the header is absent. */
+export function readBearerToken(authorization: string | undefined, code: 'INVALID_API_KEY' | 'INVALID_ADMIN_TOKEN') {
+  if (authorization === undefined || authorization.trim() === '') return undefined;
+  const match = /^Bearer +(\S+)$/i.exec(authorization.trim());
+  if (!match) {
+    throw new ServiceError(code, 'The Authorization header must be "Bearer <token>".', { headers: CHALLENGE });
+  }
+  return match[1] as string;
+}
+
+/**
+ * Authenticates an agent request: the API key decides tenant, agent and permissions; the
+ * `X-Chat-User` header names the verified end user. Key problems answer 401 before user problems
+ * answer 400. Revocation takes effect on the next request: nothing here is cached.
+ */
+export async function authenticateAgent(
+  db: Kysely<DatabaseSchema>,
+  credentials: AgentCredentials,
+): Promise<AgentPrincipal> {
+  const token = readBearerToken(credentials.authorization, 'INVALID_API_KEY');
+  if (token === undefined) {
+    throw new ServiceError('MISSING_API_KEY', 'An agent API key is required: Authorization: Bearer <key>.', {
+      headers: CHALLENGE,
+    });
+  }
+  const invalid = new ServiceError('INVALID_API_KEY', 'The API key is invalid or has been revoked.', {
+    headers: CHALLENGE,
+  });
+  if (!isWellFormedApiKey(token)) throw invalid;
+  const key = await findActiveApiKey(db, token);
+  if (!key) throw invalid;
+  const userId = parseUserId(credentials.userHeaderValues);
+  return { tenantId: key.tenantId, agentId: key.agentId, keyId: key.keyId, permissions: key.permissions, userId };
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/** Checks the admin bearer token in constant time; throws 401 `INVALID_ADMIN_TOKEN` otherwise. */
+export function authenticateAdmin(expectedToken: string, authorization: string | undefined): void {
+  const token = readBearerToken(authorization, 'INVALID_ADMIN_TOKEN');
+  if (token === undefined || !timingSafeEqual(digest(token), digest(expectedToken))) {
+    throw new ServiceError('INVALID_ADMIN_TOKEN', 'Admin routes require Authorization: Bearer <MORDN_ADMIN_TOKEN>.', {
+      headers: CHALLENGE,
+    });
+  }
+}

@@ -1,0 +1,35 @@
+import { ServiceError } from '../errors.js';
+
+export const PERMISSIONS = ['read', 'write'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+/**
+ * Who is calling an agent route: the agent (and its tenant) the key belongs to, the key's
+ * permissions and the verified end user from `X-Chat-User`. This is the whole scope of a request;
+ * nothing in a body, path or tool argument may widen or replace it.
+ */
+export interface AgentPrincipal {
+  readonly tenantId: string;
+  readonly agentId: string;
+  readonly keyId: string;
+  readonly permissions: readonly Permission[];
+  readonly userId: string;
+}
+
+/** Throws 403 `INSUFFICIENT_PERMISSION` unless the key carries `permission`. */
+export function requirePermission(principal: AgentPrincipal, permission: Permission): void {
+  if (!principal.permissions.includes(permission)) {
+    throw new ServiceError(
+      'INSUFFICIENT_PERMISSION',
+      `This API key lacks the "${permission}" permission required by this operation.`,
+    );
+  }
+}
+
+export function serializePermissions(permissions: readonly Permission[]): string {
+  return PERMISSIONS.filter((permission) => permissions.includes(permission)).join(',');
+}
+
+export function parsePermissions(stored: string): Permission[] {
+  return PERMISSIONS.filter((permission) => stored.split(',').includes(permission));
+}

@@ -1,0 +1,50 @@
+import { ServiceError } from '../errors.js';
+
+export const USER_HEADER = 'X-Chat-User';
+export const MAX_USER_ID_LENGTH = 256;
+const ANONYMOUS_PREFIX = 'anon:';
+
+/** Printable ASCII (space allowed inside, not at either end). */
+const PRINTABLE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * Validates the verified end-user id sent in `X-Chat-User`. `values` holds every occurrence of
+ * the header: a repeated header is refused rather than merged, so two ids never blur into one.
+ * The id is used exactly as sent: no case folding or other normalisation.
+ */
+export function parseUserId(values: readonly string[]): string {
+  if (values.length === 0) {
+    throw new ServiceError('MISSING_USER', `The ${USER_HEADER} header with the verified user id is required.`);
+  }
+  if (values.length > 1) {
+    throw new ServiceError('INVALID_USER', `The ${USER_HEADER} header must be sent exactly once.`);
+  }
+  const userId = values[0] as string;
+  if (userId.length === 0 || userId.length > MAX_USER_ID_LENGTH) {
+    throw new ServiceError(
+      'INVALID_USER',
+      `The ${USER_HEADER} header must be 1 to ${MAX_USER_ID_LENGTH} characters long (got ${userId.length}).`,
+    );
+  }
+  if (!PRINTABLE.test(userId)) {
+    throw new ServiceError(
+      'INVALID_USER',
+      `The ${USER_HEADER} header may contain only printable ASCII characters, without leading or trailing spaces.`,
+    );
+  }
+  return userId;
+}
+
+export function isAnonymousUserId(userId: string): boolean {
+  return userId.startsWith(ANONYMOUS_PREFIX);
+}
+
+/**
+ * Sandbox-related operations need a signed-in user: `anon:` ids are refused with 403
+ * `ANONYMOUS_USER`, whatever the helper in front of the API already checked.
+ */
+export function rejectAnonymousUser(userId: string): void {
+  if (isAnonymousUserId(userId)) {
+    throw new ServiceError('ANONYMOUS_USER', 'Managed sandboxes require a verified, signed-in user (not "anon:").');
+  }
+}

@@ -1,0 +1,248 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/** Model providers the service can drive; the id after the colon is passed to the provider. */
+export type ModelProvider = 'openai' | 'anthropic' | 'openai-compatible';
+
+export interface ModelConfig {
+  provider: ModelProvider;
+  modelId: string;
+  /** Required for `openai-compatible` (Ollama, vLLM, LM Studio, OpenRouter…). */
+  baseUrl?: string;
+  apiKey?: string;
+}
+
+export type DatabaseConfig = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
+
+export type StorageConfig =
+  | { kind: 'fs' }
+  | { kind: 's3'; bucket: string; region: string; endpoint?: string; forcePathStyle: boolean };
+
+/** The operator's configuration, parsed once at start-up and passed to whatever needs it. */
+export interface Config {
+  port: number;
+  host: string;
+  /** Absolute path of the data directory (embedded database, local storage, workspaces). */
+  dataDir: string;
+  database: DatabaseConfig;
+  storage: StorageConfig;
+  /** Origin (no trailing slash) that signed `fs` download URLs use. */
+  publicUrl: string;
+  /** Bearer token for `/v1/admin/*`; the admin routes do not exist without it. */
+  adminToken?: string;
+  model?: ModelConfig;
+  sandbox: { enabled: boolean; backend: 'bwrap' | 'docker' };
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** How long in-flight requests may run after SIGTERM/SIGINT before connections are cut. */
+  shutdownTimeoutMs: number;
+  /** Every secret value found in the configuration, so logs and outputs can scrub them. */
+  secretValues: string[];
+}
+
+/** Raised for invalid configuration; its message names every offending variable. */
+export class ConfigError extends Error {
+  readonly variables: string[];
+
+  constructor(problems: Array<{ variable: string; message: string }>) {
+    super(
+      `Invalid configuration:\n${problems.map((problem) => `  ${problem.variable}: ${problem.message}`).join('\n')}`,
+    );
+    this.name = 'ConfigError';
+    this.variables = problems.map((problem) => problem.variable);
+  }
+}
+
+/** Environment variables holding secrets that may be present even though we only pass them on. */
+const SECRET_VARIABLES = [
+  'MORDN_ADMIN_TOKEN',
+  'MORDN_MODEL_API_KEY',
+  'OPENAI_API_KEY',
+  'ANTHROPIC_API_KEY',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+] as const;
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+
+const booleanFlag = (fallback: boolean) =>
+  optionalString.transform((value, context) => {
+    if (value === undefined) return fallback;
+    const normalized = value.toLowerCase();
+    if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
+    if (['false', '0', 'no', 'off'].includes(normalized)) return false;
+    context.addIssue({ code: 'custom', message: `must be true or false (got "${value}")` });
+    return z.NEVER;
+  });
+
+const integer = (fallback: number, min: number, max: number) =>
+  optionalString.transform((value, context) => {
+    if (value === undefined) return fallback;
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      context.addIssue({ code: 'custom', message: `must be an integer from ${min} to ${max} (got "${value}")` });
+      return z.NEVER;
+    }
+    return Number(value);
+  });
+
+const choice = <const Values extends readonly [string, ...string[]]>(values: Values, fallback: Values[number]) =>
+  optionalString.transform((value, context): Values[number] => {
+    if (value === undefined) return fallback;
+    if ((values as readonly string[]).includes(value)) return value as Values[number];
+    context.addIssue({ code: 'custom', message: `must be one of ${values.join(', ')} (got "${value}")` });
+    return z.NEVER;
+  });
+
+const httpUrl = optionalString.transform((value, context) => {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    context.addIssue({ code: 'custom', message: 'must be an absolute http(s) URL' });
+    return z.NEVER;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    context.addIssue({ code: 'custom', message: 'must use http or https' });
+    return z.NEVER;
+  }
+  return url;
+});
+
+const EnvironmentSchema = z.object({
+  PORT: integer(8787, 0, 65535),
+  HOST: optionalString.transform((value) => value ?? '127.0.0.1'),
+  MORDN_DATA_DIR: optionalString.transform((value) => value ?? './data'),
+  DATABASE_URL: optionalString,
+  MORDN_STORAGE: choice(['fs', 's3'], 'fs'),
+  S3_BUCKET: optionalString,
+  S3_REGION: optionalString.transform((value) => value ?? 'us-east-1'),
+  S3_ENDPOINT: httpUrl,
+  S3_FORCE_PATH_STYLE: booleanFlag(false),
+  MORDN_PUBLIC_URL: httpUrl,
+  MORDN_ADMIN_TOKEN: optionalString,
+  MORDN_MODEL: optionalString,
+  MORDN_MODEL_BASE_URL: httpUrl,
+  MORDN_MODEL_API_KEY: optionalString,
+  MORDN_SANDBOX_ENABLED: booleanFlag(false),
+  MORDN_SANDBOX_BACKEND: choice(['bwrap', 'docker'], 'bwrap'),
+  MORDN_LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  MORDN_SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000),
+});
+
+type Environment = z.output<typeof EnvironmentSchema>;
+type Problem = { variable: string; message: string };
+
+function parseDatabase(environment: Environment, dataDir: string, problems: Problem[]): DatabaseConfig {
+  const url = environment.DATABASE_URL;
+  if (url === undefined) return { kind: 'sqlite', file: path.join(dataDir, 'mordn.db') };
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    problems.push({ variable: 'DATABASE_URL', message: 'must be a postgres:// or postgresql:// URL' });
+  }
+  return { kind: 'postgres', url };
+}
+
+function parseStorage(environment: Environment, problems: Problem[]): StorageConfig {
+  if (environment.MORDN_STORAGE === 'fs') return { kind: 'fs' };
+  if (environment.S3_BUCKET === undefined) {
+    problems.push({ variable: 'S3_BUCKET', message: 'is required when MORDN_STORAGE=s3' });
+  }
+  return {
+    kind: 's3',
+    bucket: environment.S3_BUCKET ?? '',
+    region: environment.S3_REGION,
+    ...(environment.S3_ENDPOINT ? { endpoint: environment.S3_ENDPOINT.origin } : {}),
+    forcePathStyle: environment.S3_FORCE_PATH_STYLE,
+  };
+}
+
+function parseModel(environment: Environment, problems: Problem[]): ModelConfig | undefined {
+  const spec = environment.MORDN_MODEL;
+  if (spec === undefined) return undefined;
+  const match = /^(openai|anthropic|openai-compatible):(.+)$/.exec(spec);
+  if (!match) {
+    problems.push({
+      variable: 'MORDN_MODEL',
+      message: `must be openai:<id>, anthropic:<id> or openai-compatible:<id> (got "${spec}")`,
+    });
+    return undefined;
+  }
+  const provider = match[1] as ModelProvider;
+  const baseUrl = environment.MORDN_MODEL_BASE_URL?.href.replace(/\/$/, '');
+  if (provider === 'openai-compatible' && baseUrl === undefined) {
+    problems.push({ variable: 'MORDN_MODEL_BASE_URL', message: 'is required for an openai-compatible model' });
+  }
+  return {
+    provider,
+    modelId: match[2] as string,
+    ...(baseUrl ? { baseUrl } : {}),
+    ...(environment.MORDN_MODEL_API_KEY ? { apiKey: environment.MORDN_MODEL_API_KEY } : {}),
+  };
+}
+
+function parsePublicUrl(environment: Environment, problems: Problem[]): string {
+  const url = environment.MORDN_PUBLIC_URL;
+  if (url === undefined) return `http://127.0.0.1:${environment.PORT}`;
+  if (url.search || url.hash || url.username || url.password) {
+    problems.push({ variable: 'MORDN_PUBLIC_URL', message: 'must not contain credentials, a query or a fragment' });
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
+}
+
+/**
+ * Parses the service configuration from environment variables (see the README's table). Pure: it
+ * reads only `environment` and never exits; invalid input throws a `ConfigError` naming each
+ * offending variable.
+ *
+ * @example
+ * const config = loadConfig(process.env);
+ */
+export function loadConfig(environment: Record<string, string | undefined>, options: { cwd?: string } = {}): Config {
+  const result = EnvironmentSchema.safeParse(environment);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((issue) => ({ variable: String(issue.path[0]), message: issue.message })),
+    );
+  }
+  const parsed = result.data;
+  const problems: Problem[] = [];
+  const dataDir = path.resolve(options.cwd ?? process.cwd(), parsed.MORDN_DATA_DIR);
+
+  if (parsed.MORDN_ADMIN_TOKEN !== undefined && parsed.MORDN_ADMIN_TOKEN.length < 16) {
+    problems.push({ variable: 'MORDN_ADMIN_TOKEN', message: 'must be at least 16 characters long' });
+  }
+  const model = parseModel(parsed, problems);
+  const config: Config = {
+    port: parsed.PORT,
+    host: parsed.HOST,
+    dataDir,
+    database: parseDatabase(parsed, dataDir, problems),
+    storage: parseStorage(parsed, problems),
+    publicUrl: parsePublicUrl(parsed, problems),
+    ...(parsed.MORDN_ADMIN_TOKEN ? { adminToken: parsed.MORDN_ADMIN_TOKEN } : {}),
+    ...(model ? { model } : {}),
+    sandbox: { enabled: parsed.MORDN_SANDBOX_ENABLED, backend: parsed.MORDN_SANDBOX_BACKEND },
+    logLevel: parsed.MORDN_LOG_LEVEL,
+    shutdownTimeoutMs: parsed.MORDN_SHUTDOWN_TIMEOUT_MS,
+    secretValues: collectSecrets(environment, parsed.DATABASE_URL),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+function collectSecrets(environment: Record<string, string | undefined>, databaseUrl: string | undefined): string[] {
+  const secrets = SECRET_VARIABLES.map((name) => environment[name]?.trim()).filter(
+    (value): value is string => value !== undefined && value.length >= 8,
+  );
+  if (databaseUrl) {
+    try {
+      const password = decodeURIComponent(new URL(databaseUrl).password);
+      if (password.length >= 4) secrets.push(password);
+    } catch {
+      // An unparsable URL has already been reported as a configuration problem.
+    }
+  }
+  return [...new Set(secrets)];
+}

@@ -1,0 +1,95 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { DatabaseConfig } from '../config.js';
+import { migrationProvider } from './migrations/index.js';
+import type { DatabaseSchema } from './schema.js';
+
+/** The database every service uses: one Kysely query path over SQLite or PostgreSQL. */
+export interface Database {
+  readonly db: Kysely<DatabaseSchema>;
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Round-trips a trivial query; throws when the database cannot answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /**
+   * PostgreSQL only: the schema to create (if missing) and use through `search_path`. Lets test
+   * runs and side-by-side deployments share one database without colliding.
+   */
+  schema?: string;
+  /** Apply pending migrations before returning (default true). */
+  migrate?: boolean;
+}
+
+const INT8_OID = 20;
+
+function createSqliteDialect(file: string): SqliteDialect {
+  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const database = new SqliteDatabase(file);
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = ON');
+  database.pragma('busy_timeout = 5000');
+  return new SqliteDialect({ database });
+}
+
+function createPostgresDialect(url: string, schema: string | undefined): PostgresDialect {
+  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new Error(`Invalid PostgreSQL schema name "${schema}"`);
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+    // bigint columns hold epoch milliseconds and byte counts, all far below 2^53.
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  return new PostgresDialect({ pool });
+}
+
+/** Applies every pending migration; throws with the failing migration's name. */
+export async function migrateToLatest(db: Kysely<DatabaseSchema>): Promise<void> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((result) => result.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`Database migration ${failed} failed`, { cause: error });
+  }
+}
+
+/**
+ * Opens the configured database and (by default) applies pending migrations.
+ *
+ * @example
+ * const database = await openDatabase({ kind: 'sqlite', file: './data/mordn.db' });
+ */
+export async function openDatabase(config: DatabaseConfig, options: OpenDatabaseOptions = {}): Promise<Database> {
+  const dialect =
+    config.kind === 'sqlite' ? createSqliteDialect(config.file) : createPostgresDialect(config.url, options.schema);
+  const db = new Kysely<DatabaseSchema>({ dialect });
+  try {
+    if (config.kind === 'postgres' && options.schema) {
+      await sql`create schema if not exists ${sql.id(options.schema)}`.execute(db);
+    }
+    if (options.migrate !== false) await migrateToLatest(db);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  return {
+    db,
+    dialect: config.kind,
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,14 @@
+import type { Migration, MigrationProvider } from 'kysely';
+import * as initial from './0001-initial.js';
+
+/**
+ * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
+ * must run unchanged on SQLite and PostgreSQL. Never edit a released migration; add a new one.
+ */
+const MIGRATIONS: Record<string, Migration> = {
+  '0001-initial': initial,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => MIGRATIONS,
+};

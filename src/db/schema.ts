@@ -1,0 +1,49 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Row types of every table, as Kysely sees them. Timestamps are epoch milliseconds (`bigint`
+ * columns, read back as numbers on both dialects); JSON documents are stored as text.
+ */
+export interface TenantsTable {
+  id: string;
+  name: string;
+  created_at: number;
+}
+
+export interface AgentsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  /** SHA-256 (hex) of the whole key; the key itself is never stored. */
+  key_hash: string;
+  /** The first characters of the key, for recognising it in listings. */
+  key_prefix: string;
+  /** Comma-separated subset of `read,write`. */
+  permissions: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface AgentConfigsTable {
+  agent_id: string;
+  draft: string | null;
+  draft_updated_at: number | null;
+  published: string | null;
+  published_at: number | null;
+  /** Incremented by every publish; 0 while nothing has been published. */
+  published_version: Generated<number>;
+}
+
+export interface DatabaseSchema {
+  tenants: TenantsTable;
+  agents: AgentsTable;
+  api_keys: ApiKeysTable;
+  agent_configs: AgentConfigsTable;
+}

@@ -1,0 +1,71 @@
+/**
+ * The one domain error type of the service. Services throw `ServiceError`; each transport maps it
+ * once (HTTP → problem+json in `src/http/problem.ts`, MCP → `isError` results, chat → masked text).
+ */
+
+/** Every stable error code, with the HTTP status it maps to. */
+export const ERROR_STATUS = {
+  VALIDATION_FAILED: 400,
+  MALFORMED_JSON: 400,
+  MISSING_USER: 400,
+  INVALID_USER: 400,
+  MISSING_API_KEY: 401,
+  INVALID_API_KEY: 401,
+  INVALID_ADMIN_TOKEN: 401,
+  INSUFFICIENT_PERMISSION: 403,
+  ANONYMOUS_USER: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  NO_DRAFT_CONFIG: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  NOT_READY: 503,
+  SHUTTING_DOWN: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** A field-level validation problem, reported as `errors[]` in problem bodies. */
+export interface FieldError {
+  /** Dotted path of the offending key, e.g. `runtime.sandbox.provider`; empty for the root. */
+  path: string;
+  message: string;
+}
+
+export interface ServiceErrorOptions {
+  /** Field-level details (validation). */
+  errors?: FieldError[];
+  /** Extra response headers, e.g. `Retry-After` or `WWW-Authenticate`. */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+/**
+ * An expected failure with a stable `code` and a message safe to show the caller.
+ * The message must never contain secrets: it is returned verbatim in the response body.
+ *
+ * @example
+ * throw new ServiceError('NOT_FOUND', 'No such agent.');
+ */
+export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly errors: FieldError[] | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: ServiceErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ServiceError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.errors = options.errors;
+    this.headers = options.headers;
+  }
+}
+
+export function isServiceError(value: unknown): value is ServiceError {
+  return value instanceof ServiceError;
+}

@@ -1,0 +1,15 @@
+import type { HttpBindings } from '@hono/node-server';
+import type { AgentPrincipal } from '../auth/permissions.js';
+
+/**
+ * Hono environment of the service. `Bindings` are present when served by `@hono/node-server` and
+ * absent under `app.request()` or other runtimes, so code reading them must not assume them.
+ */
+export interface AppEnv {
+  Bindings: Partial<HttpBindings>;
+  Variables: {
+    requestId: string;
+    /** Set by the agent authentication middleware. */
+    principal: AgentPrincipal;
+  };
+}

@@ -1,0 +1,59 @@
+import type { MiddlewareHandler } from 'hono';
+import type { Kysely } from 'kysely';
+import { authenticateAdmin, authenticateAgent } from '../auth/authenticate.js';
+import { type Permission, requirePermission } from '../auth/permissions.js';
+import { rejectAnonymousUser, USER_HEADER } from '../auth/user-id.js';
+import type { DatabaseSchema } from '../db/schema.js';
+import type { AppEnv } from './app-env.js';
+
+/**
+ * Every value of a request header, unmerged. Node's raw headers show a repeated header as two
+ * entries; elsewhere the Fetch API has already joined them, and we see one value.
+ */
+export function headerValues(c: Parameters<MiddlewareHandler<AppEnv>>[0], name: string): string[] {
+  const rawHeaders = c.env?.incoming?.rawHeaders;
+  if (rawHeaders) {
+    const lower = name.toLowerCase();
+    const values: string[] = [];
+    for (let index = 0; index < rawHeaders.length; index += 2) {
+      if (rawHeaders[index]?.toLowerCase() === lower) values.push((rawHeaders[index + 1] ?? '').trim());
+    }
+    return values;
+  }
+  const value = c.req.header(name);
+  return value === undefined ? [] : [value];
+}
+
+export interface AgentAuthOptions {
+  /** Sandbox-related routes refuse `anon:` users (403 `ANONYMOUS_USER`). */
+  rejectAnonymous?: boolean;
+}
+
+/**
+ * Authenticates an agent route and checks the key's permission, then exposes the principal as
+ * `c.get('principal')`. Runs on every request: revocations apply from the next one.
+ */
+export function agentAuth(
+  db: Kysely<DatabaseSchema>,
+  permission: Permission,
+  options: AgentAuthOptions = {},
+): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const principal = await authenticateAgent(db, {
+      authorization: c.req.header('Authorization'),
+      userHeaderValues: headerValues(c, USER_HEADER),
+    });
+    requirePermission(principal, permission);
+    if (options.rejectAnonymous) rejectAnonymousUser(principal.userId);
+    c.set('principal', principal);
+    await next();
+  };
+}
+
+/** Guards `/v1/admin/*` with the operator's bearer token (constant-time comparison). */
+export function adminAuth(adminToken: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    authenticateAdmin(adminToken, c.req.header('Authorization'));
+    await next();
+  };
+}

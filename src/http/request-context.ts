@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import { matchedRoutes } from 'hono/route';
+import type { Logger } from '../logger.js';
+import type { HttpMetrics } from '../metrics.js';
+import type { AppEnv } from './app-env.js';
+
+export const REQUEST_ID_HEADER = 'X-Request-Id';
+const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Probes are polled constantly; their access lines are debug-level to keep logs readable. */
+const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** The registered pattern that answered (`/v1/admin/agents/:agentId/keys`), never the raw path. */
+function routeLabel(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string {
+  const routes = matchedRoutes(c);
+  for (let index = routes.length - 1; index >= 0; index -= 1) {
+    const route = routes[index];
+    if (route && route.method !== 'ALL') return route.path;
+  }
+  return 'unmatched';
+}
+
+/**
+ * Gives every request an id (a well-formed incoming `X-Request-Id` is kept, so traces join up
+ * across services), echoes it in the response, records metrics and writes one access log line.
+ * No header values are logged.
+ */
+export function requestContext(logger: Logger, metrics: HttpMetrics): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const started = performance.now();
+    const incoming = c.req.header(REQUEST_ID_HEADER);
+    const requestId = incoming && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    c.set('requestId', requestId);
+    await next();
+    c.header(REQUEST_ID_HEADER, requestId);
+    const seconds = (performance.now() - started) / 1000;
+    const route = routeLabel(c);
+    const status = c.res.status;
+    metrics.observeRequest(c.req.method, route, status, seconds);
+    const level = PROBE_PATHS.has(c.req.path) ? 'debug' : 'info';
+    if (logger.isLevelEnabled(level)) {
+      logger[level](
+        { requestId, method: c.req.method, route, status, durationMs: Math.round(seconds * 1e4) / 10 },
+        'request completed',
+      );
+    }
+  };
+}

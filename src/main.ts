@@ -1,0 +1,73 @@
+import { createApp } from './app.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
+import { openDatabase } from './db/database.js';
+import { createLifecycle } from './lifecycle.js';
+import { createLogger } from './logger.js';
+import { createHttpMetrics } from './metrics.js';
+import { startServer } from './server.js';
+
+/**
+ * Reads the configuration, or prints what is wrong (naming each variable) and exits with 1.
+ * Only process entry points call this.
+ */
+export function loadConfigOrExit(environment: NodeJS.ProcessEnv): Config {
+  try {
+    return loadConfig(environment);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+/**
+ * The service process: configuration → dependencies → HTTP server, with graceful shutdown on
+ * SIGTERM/SIGINT (stop accepting, finish in-flight requests within the bound, close the database).
+ */
+export async function runService(environment: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const config = loadConfigOrExit(environment);
+  const logger = createLogger({ level: config.logLevel, secrets: config.secretValues });
+  const database = await openDatabase(config.database);
+  const lifecycle = createLifecycle();
+  const app = createApp({
+    config,
+    database,
+    logger,
+    metrics: createHttpMetrics({ processMetrics: true }),
+    lifecycle,
+  });
+  const server = await startServer({ fetch: app.fetch, host: config.host, port: config.port, logger });
+  logger.info(
+    {
+      url: server.url,
+      database: database.dialect,
+      storage: config.storage.kind,
+      adminApi: config.adminToken !== undefined,
+      sandboxes: config.sandbox.enabled,
+    },
+    'mordn listening',
+  );
+
+  let stopping = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down');
+    lifecycle.startDraining();
+    try {
+      await server.close(config.shutdownTimeoutMs);
+      await database.close();
+      logger.info('shutdown complete');
+    } catch (error) {
+      logger.error({ err: error }, 'shutdown failed');
+      process.exitCode = 1;
+    } finally {
+      // Let the last lines reach stdout before exiting.
+      logger.flush(() => process.exit());
+    }
+  };
+  process.once('SIGTERM', (signal) => void shutdown(signal));
+  process.once('SIGINT', (signal) => void shutdown(signal));
+}

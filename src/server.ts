@@ -1,0 +1,64 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import type { Logger } from './logger.js';
+
+export interface RunningServer {
+  /** `http://host:port` the server listens on (the real port when 0 was asked for). */
+  readonly url: string;
+  readonly server: Server;
+  /**
+   * Stops accepting connections, lets in-flight requests finish for up to `timeoutMs`, then cuts
+   * whatever is left. Resolves once the listener is closed.
+   */
+  close(timeoutMs: number): Promise<void>;
+}
+
+export interface StartServerOptions {
+  fetch: (request: Request, env: never) => Response | Promise<Response>;
+  host: string;
+  port: number;
+  logger?: Logger;
+}
+
+function formatHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Serves a fetch handler over HTTP/1.1 with `@hono/node-server`, without patching globals. */
+export function startServer(options: StartServerOptions): Promise<RunningServer> {
+  return new Promise((resolve, reject) => {
+    const server = serve(
+      {
+        fetch: options.fetch as never,
+        hostname: options.host,
+        port: options.port,
+        overrideGlobalObjects: false,
+      },
+      (info: AddressInfo) => {
+        server.off('error', reject);
+        const url = `http://${formatHost(options.host)}:${info.port}`;
+        resolve({ url, server, close: (timeoutMs) => closeGracefully(server, timeoutMs, options.logger) });
+      },
+    ) as Server;
+    server.once('error', reject);
+  });
+}
+
+function closeGracefully(server: Server, timeoutMs: number, logger: Logger | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const forceTimer = setTimeout(() => {
+      logger?.warn({ timeoutMs }, 'shutdown timeout reached; closing remaining connections');
+      server.closeAllConnections();
+    }, timeoutMs);
+    // A keep-alive connection goes idle once its in-flight response is sent; close it then, or it
+    // would hold close() open until the client hangs up.
+    const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
+    server.close(() => {
+      clearTimeout(forceTimer);
+      clearInterval(idleSweep);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
