@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentAuth } from '../src/http/auth-middleware.js';
 import { describeAgentAuth } from './support/agent-auth-suite.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
-import { type TestService, agentHeaders, startTestService } from './support/service.js';
+import { agentHeaders, startTestService, type TestService } from './support/service.js';
 
 let service: TestService;
 let fixture: AgentFixture;

@@ -55,9 +55,22 @@ function createPostgresDialect(url: string, schema: string | undefined): Postgre
   return new PostgresDialect({ pool });
 }
 
-/** Applies every pending migration; throws with the failing migration's name. */
-export async function migrateToLatest(db: Kysely<DatabaseSchema>): Promise<void> {
-  const migrator = new Migrator({ db, provider: migrationProvider });
+/**
+ * Applies every pending migration; throws with the failing migration's name. On PostgreSQL the
+ * bookkeeping tables live in the current schema, so deployments in other schemas of the same
+ * database never mistake each other's migration state for their own.
+ */
+export async function migrateToLatest(db: Kysely<DatabaseSchema>, dialect: 'sqlite' | 'postgres'): Promise<void> {
+  let migrationTableSchema: string | undefined;
+  if (dialect === 'postgres') {
+    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+    migrationTableSchema = rows[0]?.schema;
+  }
+  const migrator = new Migrator({
+    db,
+    provider: migrationProvider,
+    ...(migrationTableSchema ? { migrationTableSchema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((result) => result.status === 'Error')?.migrationName ?? 'unknown';
@@ -79,7 +92,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenDatabase
     if (config.kind === 'postgres' && options.schema) {
       await sql`create schema if not exists ${sql.id(options.schema)}`.execute(db);
     }
-    if (options.migrate !== false) await migrateToLatest(db);
+    if (options.migrate !== false) await migrateToLatest(db, config.kind);
   } catch (error) {
     await db.destroy();
     throw error;

@@ -1,5 +1,4 @@
 import type { MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { ServiceError } from '../errors.js';
 import type { AppEnv } from './app-env.js';
 
@@ -12,29 +11,66 @@ export function formatBytes(bytes: number): string {
 }
 
 /**
+ * The rest of an oversized body is never read: `Connection: close` makes the server drop the
+ * connection after answering instead of draining (and buffering) whatever the client still sends.
+ */
+function tooLarge(maxBytes: number): ServiceError {
+  return new ServiceError('PAYLOAD_TOO_LARGE', `The request body exceeds the ${formatBytes(maxBytes)} limit.`, {
+    headers: { Connection: 'close' },
+  });
+}
+
+/**
+ * Reads a request body into memory, refusing it (413 naming the limit) as soon as it passes
+ * `maxBytes`. A declared Content-Length over the limit is refused before reading anything; a
+ * chunked body is counted while streaming and never buffered past the limit.
+ */
+export async function readBodyWithLimit(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
+}
+
+/**
  * For JSON routes: a body, when present, must be `application/json` (415 otherwise) and at most
- * `maxBytes` long (413 naming the limit). The limit holds for chunked bodies too: they are counted
- * while streaming and refused as soon as they pass it.
+ * `maxBytes` long (413 naming the limit, for chunked bodies too). The bounded body is handed to
+ * Hono's body cache, so validators parse it without touching the stream again.
  */
 export function jsonBody(maxBytes: number): MiddlewareHandler<AppEnv> {
-  const limit = bodyLimit({
-    maxSize: maxBytes,
-    onError: () => {
-      throw new ServiceError('PAYLOAD_TOO_LARGE', `The request body exceeds the ${formatBytes(maxBytes)} limit.`);
-    },
-  });
+  const decoder = new TextDecoder('utf-8', { fatal: false });
   return async (c, next) => {
     const headers = c.req.raw.headers;
     const hasBody = headers.has('transfer-encoding') || Number(headers.get('content-length') ?? '0') > 0;
-    if (hasBody) {
-      const mediaType = (headers.get('content-type') ?? '').split(';')[0]?.trim() ?? '';
-      if (!JSON_MEDIA_TYPE.test(mediaType)) {
-        throw new ServiceError(
-          'UNSUPPORTED_MEDIA_TYPE',
-          `This route accepts application/json bodies (got ${mediaType === '' ? 'no Content-Type' : mediaType}).`,
-        );
-      }
+    if (!hasBody) return next();
+    const mediaType = (headers.get('content-type') ?? '').split(';')[0]?.trim() ?? '';
+    if (!JSON_MEDIA_TYPE.test(mediaType)) {
+      throw new ServiceError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `This route accepts application/json bodies (got ${mediaType === '' ? 'no Content-Type' : mediaType}).`,
+      );
     }
-    return limit(c, next);
+    const body = await readBodyWithLimit(c.req.raw, maxBytes);
+    c.req.bodyCache.text = Promise.resolve(decoder.decode(body));
+    return next();
   };
 }

@@ -55,7 +55,7 @@ export const UserHeaderSchema = z.object({
     .min(1)
     .max(256)
     .openapi({
-      param: { name: 'X-Chat-User', in: 'header', required: true },
+      param: { name: 'x-chat-user', in: 'header', required: true },
       description:
         'The verified end-user id (1–256 printable ASCII characters; `anon:` ids are refused on sandbox routes).',
       example: 'user_42',

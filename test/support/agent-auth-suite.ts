@@ -78,7 +78,14 @@ export function describeAgentAuth(route: AgentRouteUnderTest, context: () => Aut
       ['a truncated key', `Bearer ${UNKNOWN_KEY.slice(0, -1)}`],
       ['two tokens', `Bearer ${UNKNOWN_KEY} ${UNKNOWN_KEY}`],
     ])('refuses %s (401 INVALID_API_KEY)', async (_name, authorization) => {
-      await expectProblem(await send([['Authorization', authorization], ['X-Chat-User', 'user-1']]), 401, 'INVALID_API_KEY');
+      await expectProblem(
+        await send([
+          ['Authorization', authorization],
+          ['X-Chat-User', 'user-1'],
+        ]),
+        401,
+        'INVALID_API_KEY',
+      );
     });
 
     it('refuses a well-formed but unknown key (401 INVALID_API_KEY)', async () => {

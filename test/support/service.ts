@@ -1,10 +1,10 @@
 import { Writable } from 'node:stream';
-import { type MordnApp, createApp } from '../../src/app.js';
+import { createApp, type MordnApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/database.js';
-import { type Lifecycle, createLifecycle } from '../../src/lifecycle.js';
+import { createLifecycle, type Lifecycle } from '../../src/lifecycle.js';
 import { createLogger } from '../../src/logger.js';
-import { type HttpMetrics, createHttpMetrics } from '../../src/metrics.js';
+import { createHttpMetrics, type HttpMetrics } from '../../src/metrics.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import { createTestDatabase } from './database.js';
 

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { ServiceError } from '../errors.js';
+import { isAnonymousUserId, parseUserId, rejectAnonymousUser } from './user-id.js';
+
+function codeOf(run: () => unknown): string | undefined {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ServiceError) return error.code;
+    throw error;
+  }
+  return undefined;
+}
+
+describe('parseUserId', () => {
+  it.each(['u', 'user_42', 'alice@example.com', 'auth0|5f7c8ec7c33c6c004bbafe82', 'Has Inner Space', 'u'.repeat(256)])(
+    'accepts %s exactly as sent',
+    (userId) => {
+      expect(parseUserId([userId])).toBe(userId);
+    },
+  );
+
+  it.each([
+    [[], 'MISSING_USER'],
+    [[''], 'INVALID_USER'],
+    [['u'.repeat(257)], 'INVALID_USER'],
+    [['a', 'b'], 'INVALID_USER'],
+    [[' leading'], 'INVALID_USER'],
+    [['trailing '], 'INVALID_USER'],
+    [['tab\there'], 'INVALID_USER'],
+    [['nul\u0000'], 'INVALID_USER'],
+    [['caf\u00e9'], 'INVALID_USER'],
+    [['rtl\u202eoverride'], 'INVALID_USER'],
+  ])('refuses %o with %s', (values, code) => {
+    expect(codeOf(() => parseUserId(values))).toBe(code);
+  });
+});
+
+describe('anonymous users', () => {
+  it('recognises only the exact anon: prefix', () => {
+    expect(isAnonymousUserId('anon:123')).toBe(true);
+    expect(isAnonymousUserId('ANON:123')).toBe(false);
+    expect(isAnonymousUserId('user-anon:1')).toBe(false);
+  });
+
+  it('rejects anon: users with 403 ANONYMOUS_USER', () => {
+    expect(codeOf(() => rejectAnonymousUser('anon:visitor'))).toBe('ANONYMOUS_USER');
+    expect(codeOf(() => rejectAnonymousUser('user-1'))).toBeUndefined();
+  });
+});

@@ -1,0 +1,130 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.js';
+
+function configError(environment: Record<string, string>): ConfigError {
+  try {
+    loadConfig(environment, { cwd: '/srv/app' });
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('has the documented defaults: embedded SQLite, fs storage, sandboxes off', () => {
+    const config = loadConfig({}, { cwd: '/srv/app' });
+    expect(config).toMatchObject({
+      port: 8787,
+      host: '127.0.0.1',
+      dataDir: '/srv/app/data',
+      database: { kind: 'sqlite', file: path.join('/srv/app/data', 'mordn.db') },
+      storage: { kind: 'fs' },
+      publicUrl: 'http://127.0.0.1:8787',
+      sandbox: { enabled: false, backend: 'bwrap' },
+      logLevel: 'info',
+      shutdownTimeoutMs: 10_000,
+    });
+    expect(config.adminToken).toBeUndefined();
+    expect(config.model).toBeUndefined();
+  });
+
+  it('derives the public URL from PORT and treats empty variables as unset', () => {
+    const config = loadConfig({ PORT: '9000', HOST: '', MORDN_PUBLIC_URL: '' });
+    expect(config.publicUrl).toBe('http://127.0.0.1:9000');
+    expect(config.host).toBe('127.0.0.1');
+  });
+
+  it('selects PostgreSQL from DATABASE_URL and S3 from MORDN_STORAGE', () => {
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://mordn:pw@db:5432/mordn',
+      MORDN_STORAGE: 's3',
+      S3_BUCKET: 'files',
+      S3_ENDPOINT: 'http://minio:9000',
+      S3_FORCE_PATH_STYLE: 'true',
+    });
+    expect(config.database).toEqual({ kind: 'postgres', url: 'postgres://mordn:pw@db:5432/mordn' });
+    expect(config.storage).toEqual({
+      kind: 's3',
+      bucket: 'files',
+      region: 'us-east-1',
+      endpoint: 'http://minio:9000',
+      forcePathStyle: true,
+    });
+  });
+
+  it.each([
+    ['openai:gpt-4.1-mini', { provider: 'openai', modelId: 'gpt-4.1-mini' }],
+    ['anthropic:claude-sonnet-4-5', { provider: 'anthropic', modelId: 'claude-sonnet-4-5' }],
+  ])('parses MORDN_MODEL=%s', (spec, expected) => {
+    expect(loadConfig({ MORDN_MODEL: spec }).model).toEqual(expected);
+  });
+
+  it('parses an openai-compatible model with its base URL and key', () => {
+    const config = loadConfig({
+      MORDN_MODEL: 'openai-compatible:llama3.1:8b',
+      MORDN_MODEL_BASE_URL: 'http://127.0.0.1:11434/v1/',
+      MORDN_MODEL_API_KEY: 'ollama-local-key',
+    });
+    expect(config.model).toEqual({
+      provider: 'openai-compatible',
+      modelId: 'llama3.1:8b',
+      baseUrl: 'http://127.0.0.1:11434/v1',
+      apiKey: 'ollama-local-key',
+    });
+    expect(config.secretValues).toContain('ollama-local-key');
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, 'PORT', 'must be an integer from 0 to 65535'],
+    [{ PORT: '70000' }, 'PORT', 'must be an integer'],
+    [{ MORDN_STORAGE: 'gcs' }, 'MORDN_STORAGE', 'must be one of fs, s3'],
+    [{ MORDN_STORAGE: 's3' }, 'S3_BUCKET', 'is required when MORDN_STORAGE=s3'],
+    [{ S3_ENDPOINT: 'minio:9000' }, 'S3_ENDPOINT', 'http'],
+    [{ DATABASE_URL: 'mysql://db/mordn' }, 'DATABASE_URL', 'postgres://'],
+    [{ MORDN_ADMIN_TOKEN: 'short' }, 'MORDN_ADMIN_TOKEN', 'at least 16 characters'],
+    [{ MORDN_MODEL: 'gpt-4o' }, 'MORDN_MODEL', 'openai:<id>'],
+    [{ MORDN_MODEL: 'openai-compatible:llama3' }, 'MORDN_MODEL_BASE_URL', 'is required'],
+    [{ MORDN_SANDBOX_ENABLED: 'maybe' }, 'MORDN_SANDBOX_ENABLED', 'must be true or false'],
+    [{ MORDN_SANDBOX_BACKEND: 'firecracker' }, 'MORDN_SANDBOX_BACKEND', 'bwrap, docker'],
+    [{ MORDN_PUBLIC_URL: 'https://chat.example.com/?x=1' }, 'MORDN_PUBLIC_URL', 'query'],
+    [{ MORDN_LOG_LEVEL: 'verbose' }, 'MORDN_LOG_LEVEL', 'must be one of'],
+  ])('refuses %o naming %s', (environment, variable, message) => {
+    const error = configError(environment);
+    expect(error.variables).toContain(variable);
+    expect(error.message).toContain(`${variable}: `);
+    expect(error.message).toContain(message);
+  });
+
+  it('reports every invalid variable at once', () => {
+    const error = configError({ PORT: 'x', MORDN_STORAGE: 'gcs', MORDN_SANDBOX_ENABLED: 'sure' });
+    expect(error.variables.sort()).toEqual(['MORDN_SANDBOX_ENABLED', 'MORDN_STORAGE', 'PORT']);
+  });
+
+  it('never echoes a secret value in its error', () => {
+    const error = configError({ MORDN_ADMIN_TOKEN: 'tiny-secret' });
+    expect(error.message).not.toContain('tiny-secret');
+  });
+
+  it('collects secret values for scrubbing, including the database password', () => {
+    const config = loadConfig({
+      MORDN_ADMIN_TOKEN: 'admin-token-0123456789',
+      DATABASE_URL: 'postgres://mordn:s3cr%40tpass@db/mordn',
+      AWS_SECRET_ACCESS_KEY: 'aws-secret-access-key',
+      OPENAI_API_KEY: 'sk-test-0123456789',
+    });
+    expect(config.secretValues).toEqual(
+      expect.arrayContaining(['admin-token-0123456789', 's3cr@tpass', 'aws-secret-access-key', 'sk-test-0123456789']),
+    );
+  });
+
+  it.each([
+    ['true', true],
+    ['1', true],
+    ['FALSE', false],
+    ['off', false],
+  ])('reads MORDN_SANDBOX_ENABLED=%s as %s', (value, expected) => {
+    expect(loadConfig({ MORDN_SANDBOX_ENABLED: value }).sandbox.enabled).toBe(expected);
+  });
+});

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
+import { agentHeaders, startTestService, type TestService } from './support/service.js';
+
+let service: TestService;
+let fixture: AgentFixture;
+
+beforeAll(async () => {
+  service = await startTestService();
+  fixture = await createAgentFixture(service.database.db);
+});
+afterAll(() => service.close());
+
+describe('probes', () => {
+  it('/healthz answers 200 {status: ok}', async () => {
+    const response = await service.fetch('/healthz');
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ok' });
+  });
+
+  it('/readyz reports the database check', async () => {
+    const response = await service.fetch('/readyz');
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
+  });
+
+  it('/readyz answers 503 while draining', async () => {
+    const draining = await startTestService();
+    try {
+      draining.lifecycle.startDraining();
+      const response = await draining.fetch('/readyz');
+      expect(response.status).toBe(503);
+      expect((await response.json()).status).toBe('draining');
+    } finally {
+      await draining.close();
+    }
+  });
+
+  it('/readyz answers 503 when the database is gone', async () => {
+    const broken = await startTestService();
+    try {
+      await broken.database.db.destroy();
+      const response = await broken.fetch('/readyz');
+      expect(response.status).toBe(503);
+      expect(await response.json()).toEqual({ status: 'unavailable', checks: { database: 'failed' } });
+    } finally {
+      await broken.database.target.destroy();
+    }
+  });
+});
+
+describe('/metrics', () => {
+  it('counts requests and latency by route pattern and status', async () => {
+    await service.fetch('/v1/me', { headers: agentHeaders(fixture.key) });
+    await service.fetch('/v1/me', { headers: agentHeaders(fixture.key) });
+    await service.fetch('/v1/me');
+    await service.fetch('/no/such/path/123');
+
+    const response = await service.fetch('/metrics');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/plain');
+    const text = await response.text();
+    expect(text).toContain('mordn_http_requests_total{method="GET",route="/v1/me",status="200"} 2');
+    expect(text).toContain('mordn_http_requests_total{method="GET",route="/v1/me",status="401"} 1');
+    expect(text).toContain('mordn_http_requests_total{method="GET",route="unmatched",status="404"} 1');
+    expect(text).toMatch(
+      /mordn_http_request_duration_seconds_bucket\{le="0.1",method="GET",route="\/v1\/me",status="200"\} 2/,
+    );
+    expect(text).not.toContain('/no/such/path');
+  });
+});
+
+describe('errors', () => {
+  it('an unknown route is a problem+json 404 with a request id', async () => {
+    const response = await service.fetch('/v2/nothing');
+    expect(response.status).toBe(404);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    const problem = await response.json();
+    expect(problem).toEqual({
+      type: 'urn:mordn:problem:not-found',
+      title: 'Not Found',
+      status: 404,
+      detail: 'No route for GET /v2/nothing.',
+      code: 'NOT_FOUND',
+      requestId: response.headers.get('x-request-id'),
+    });
+  });
+});
