@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest } from './support/http.js';
+import { readJson } from './support/json.js';
 import { adminRequest, agentHeaders, startTestService, TEST_ADMIN_TOKEN, type TestService } from './support/service.js';
 
 let service: TestService;
@@ -95,7 +96,7 @@ describe('admin API shapes (DESIGN §7)', () => {
 
     const after = await service.fetch('/v1/me', { headers: agentHeaders(issued.body.key) });
     expect(after.status).toBe(401);
-    expect((await after.json()).code).toBe('INVALID_API_KEY');
+    expect((await readJson(after)).code).toBe('INVALID_API_KEY');
     expect((await admin('DELETE', `/v1/admin/keys/${issued.body.id}`)).status).toBe(204);
     const listed = await admin('GET', `/v1/admin/agents/${agentId}/keys`);
     expect(listed.body.keys[0].revokedAt).toEqual(expect.any(String));
@@ -244,7 +245,7 @@ describe('admin API refusals', () => {
       body: '{"name":',
     });
     expect(malformed.status).toBe(400);
-    expect((await malformed.json()).code).toBe('MALFORMED_JSON');
+    expect((await readJson(malformed)).code).toBe('MALFORMED_JSON');
 
     const form = await service.fetch('/v1/admin/tenants', {
       method: 'POST',
@@ -252,7 +253,7 @@ describe('admin API refusals', () => {
       body: 'name=Acme',
     });
     expect(form.status).toBe(415);
-    expect((await form.json()).code).toBe('UNSUPPORTED_MEDIA_TYPE');
+    expect((await readJson(form)).code).toBe('UNSUPPORTED_MEDIA_TYPE');
   });
 
   it('refuses an oversized body by Content-Length and when chunked, naming the limit', async () => {
@@ -299,7 +300,7 @@ describe('admin API refusals', () => {
     });
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe('Bearer');
-    expect((await response.json()).code).toBe('INVALID_ADMIN_TOKEN');
+    expect((await readJson(response)).code).toBe('INVALID_ADMIN_TOKEN');
     expect(await countRows('tenants')).toBe(before);
   });
 });
@@ -310,7 +311,7 @@ describe('without MORDN_ADMIN_TOKEN', () => {
     try {
       const response = await bare.fetch('/v1/admin/tenants', adminRequest('POST', { name: 'Acme' }));
       expect(response.status).toBe(404);
-      expect((await response.json()).code).toBe('NOT_FOUND');
+      expect((await readJson(response)).code).toBe('NOT_FOUND');
       const rows = await bare.database.db.selectFrom('tenants').selectAll().execute();
       expect(rows).toEqual([]);
     } finally {

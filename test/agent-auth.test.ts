@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentAuth } from '../src/http/auth-middleware.js';
 import { describeAgentAuth } from './support/agent-auth-suite.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
+import { readJson } from './support/json.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 
 let service: TestService;
@@ -40,7 +41,7 @@ describe('GET /v1/me', () => {
   it('answers with the scope of the key and the verified user, exactly as sent', async () => {
     const response = await service.fetch('/v1/me', { headers: agentHeaders(fixture.key, 'Alice@Example.com') });
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({
+    expect(await readJson(response)).toEqual({
       tenantId: fixture.tenantId,
       agentId: fixture.agentId,
       userId: 'Alice@Example.com',
@@ -50,13 +51,13 @@ describe('GET /v1/me', () => {
 
   it('reports the permissions of a read-only key', async () => {
     const response = await service.fetch('/v1/me', { headers: agentHeaders(fixture.readKey) });
-    expect((await response.json()).permissions).toEqual(['read']);
+    expect((await readJson(response)).permissions).toEqual(['read']);
   });
 
   it('keys of two agents never see each other', async () => {
     const other = await createAgentFixture(service.database.db);
     const response = await service.fetch('/v1/me', { headers: agentHeaders(other.key) });
-    const body = await response.json();
+    const body = await readJson(response);
     expect(body.agentId).toBe(other.agentId);
     expect(body.tenantId).not.toBe(fixture.tenantId);
   });

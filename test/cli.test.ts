@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabaseTarget, type TestDatabaseTarget } from './support/database.js';
+import { readJson } from './support/json.js';
 import { runMordn, spawnMordn } from './support/process.js';
 
 let target: TestDatabaseTarget;
@@ -28,7 +29,7 @@ describe('mordn init', () => {
         headers: { Authorization: `Bearer ${result.key.key}`, 'X-Chat-User': 'user-123' },
       });
       expect(response.status).toBe(200);
-      expect(await response.json()).toEqual({
+      expect(await readJson(response)).toEqual({
         tenantId: result.tenant.id,
         agentId: result.agent.id,
         userId: 'user-123',

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
+import { readJson } from './support/json.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 
 let service: TestService;
@@ -15,13 +16,13 @@ describe('probes', () => {
   it('/healthz answers 200 {status: ok}', async () => {
     const response = await service.fetch('/healthz');
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'ok' });
+    expect(await readJson(response)).toEqual({ status: 'ok' });
   });
 
   it('/readyz reports the database check', async () => {
     const response = await service.fetch('/readyz');
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
+    expect(await readJson(response)).toEqual({ status: 'ready', checks: { database: 'ok' } });
   });
 
   it('/readyz answers 503 while draining', async () => {
@@ -30,7 +31,7 @@ describe('probes', () => {
       draining.lifecycle.startDraining();
       const response = await draining.fetch('/readyz');
       expect(response.status).toBe(503);
-      expect((await response.json()).status).toBe('draining');
+      expect((await readJson(response)).status).toBe('draining');
     } finally {
       await draining.close();
     }
@@ -42,7 +43,7 @@ describe('probes', () => {
       await broken.database.db.destroy();
       const response = await broken.fetch('/readyz');
       expect(response.status).toBe(503);
-      expect(await response.json()).toEqual({ status: 'unavailable', checks: { database: 'failed' } });
+      expect(await readJson(response)).toEqual({ status: 'unavailable', checks: { database: 'failed' } });
     } finally {
       await broken.database.target.destroy();
     }
@@ -75,7 +76,7 @@ describe('errors', () => {
     const response = await service.fetch('/v2/nothing');
     expect(response.status).toBe(404);
     expect(response.headers.get('content-type')).toBe('application/problem+json');
-    const problem = await response.json();
+    const problem = await readJson(response);
     expect(problem).toEqual({
       type: 'urn:mordn:problem:not-found',
       title: 'Not Found',

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, revokeApiKey } from '../src/auth/api-keys.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
+import { readJson } from './support/json.js';
 import { adminRequest, agentHeaders, startTestService, TEST_ADMIN_TOKEN, type TestService } from './support/service.js';
 
 const PROVIDER_SECRET = 'sk-provider-secret-0123456789';
@@ -36,7 +37,7 @@ describe('structured logs', () => {
       service.fetch(`/v1/admin/agents/${fixture.agentId}/keys`, adminRequest('POST', { permissions: ['read'] })),
     ];
     const responses = await Promise.all(requests);
-    const issued = await responses[3]?.json();
+    const issued = await readJson(responses[3] as Response);
     expect(responses.map((response) => response.status)).toEqual([200, 401, 401, 201]);
 
     const everything = service.logs.join('');
@@ -51,7 +52,7 @@ describe('structured logs', () => {
   it('masks unexpected errors in the body and logs them, scrubbed, with the request id', async () => {
     const response = await service.fetch('/test/explode', { headers: { Authorization: `Bearer ${fixture.key}` } });
     expect(response.status).toBe(500);
-    const problem = await response.json();
+    const problem = await readJson(response);
     expect(problem).toMatchObject({ code: 'INTERNAL', status: 500 });
     expect(JSON.stringify(problem)).not.toMatch(/upstream|sk-provider|mordn_/);
 

@@ -70,7 +70,8 @@ export function jsonBody(maxBytes: number): MiddlewareHandler<AppEnv> {
       );
     }
     const body = await readBodyWithLimit(c.req.raw, maxBytes);
-    c.req.bodyCache.text = Promise.resolve(decoder.decode(body));
+    // Hono keeps body promises in this cache (its type says otherwise); validators read from it.
+    (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(decoder.decode(body));
     return next();
   };
 }

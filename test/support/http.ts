@@ -22,7 +22,9 @@ export function rawRequest(
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const grouped: Record<string, string[]> = {};
-    for (const [name, value] of options.headers ?? []) (grouped[name] ??= []).push(value);
+    for (const [name, value] of options.headers ?? []) {
+      grouped[name] = [...(grouped[name] ?? []), value];
+    }
     const request = http.request(url, { method: options.method ?? 'GET', headers: grouped }, (response) => {
       const parts: Buffer[] = [];
       response.on('data', (part: Buffer) => parts.push(part));

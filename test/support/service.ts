@@ -6,7 +6,7 @@ import { createLifecycle, type Lifecycle } from '../../src/lifecycle.js';
 import { createLogger } from '../../src/logger.js';
 import { createHttpMetrics, type HttpMetrics } from '../../src/metrics.js';
 import { type RunningServer, startServer } from '../../src/server.js';
-import { createTestDatabase } from './database.js';
+import { createTestDatabase, type TestDatabaseTarget } from './database.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -14,7 +14,7 @@ export interface TestService {
   url: string;
   app: MordnApp;
   config: Config;
-  database: Database;
+  database: Database & { target: TestDatabaseTarget };
   metrics: HttpMetrics;
   lifecycle: Lifecycle;
   /** Every log line written so far, raw (as it would reach stdout). */
