@@ -1,13 +1,15 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppDependencies } from '../src/dependencies.js';
 import type { AppEnv } from '../src/http/app-env.js';
+import { LIVENESS_BODY, LIVENESS_PATH } from '../src/liveness.js';
 import { runReadinessChecks } from '../src/readiness.js';
 
 const healthRoute = createRoute({
   method: 'get',
-  path: '/healthz',
+  path: LIVENESS_PATH,
   tags: ['Operations'],
   summary: 'Liveness: the process is up and serving HTTP.',
+  description: 'Answered by the HTTP server before routing and middleware: no request id, log line or metric.',
   responses: {
     200: {
       description: 'Alive.',
@@ -53,7 +55,9 @@ const READINESS_TIMEOUT_MS = 2_000;
 export function registerHealthRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies): void {
   const checks = [{ name: 'database', check: () => deps.database.ping() }, ...(deps.readinessChecks ?? [])];
 
-  app.openapi(healthRoute, (c) => c.json({ status: 'ok' as const }, 200));
+  // The served `/healthz` never reaches this handler (see src/liveness.ts); it answers the same
+  // for `app.request()` and runtimes other than Node's HTTP server.
+  app.openapi(healthRoute, (c) => c.json(LIVENESS_BODY, 200));
 
   app.openapi(readinessRoute, async (c) => {
     const report = await runReadinessChecks(checks, {

@@ -1,52 +1,94 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, type Registry as PromRegistry, Registry } from 'prom-client';
 
 /** HTTP request metrics in a registry owned by one app (no process-global registry). */
 export interface HttpMetrics {
-  readonly registry: Registry;
+  readonly registry: PromRegistry;
   /** Records one finished request under its route pattern (never the raw path). */
   observeRequest(method: string, route: string, status: number, seconds: number): void;
 }
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const REQUESTS = 'mordn_http_requests_total';
+const DURATION = 'mordn_http_request_duration_seconds';
+
+interface RouteStats {
+  labels: { method: string; route: string; status: string };
+  count: number;
+  sum: number;
+  /** Observations per bucket (not cumulative); the last slot is +Inf only. */
+  buckets: Float64Array;
+}
+
+type MetricValue = { labels: Record<string, string | number>; value: number; metricName?: string };
 
 /**
- * Creates the request counter and latency histogram, labelled by method, route pattern and
- * status. `processMetrics` adds Node's default process metrics (on in the service, off in tests).
+ * A request counter and latency histogram labelled by method, route pattern and status, exposed
+ * through a prom-client registry (with Node's process metrics when `processMetrics` is set).
+ *
+ * prom-client hashes the label set on every observation; on the request path that costs more
+ * than the rest of a health check. Here each label set is resolved by one map lookup and the
+ * prom-client exposition is built from the tallies only when `/metrics` is scraped.
  */
 export function createHttpMetrics(options: { processMetrics?: boolean } = {}): HttpMetrics {
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'mordn_' });
-  const labelNames = ['method', 'route', 'status'] as const;
-  const requests = new Counter({
-    name: 'mordn_http_requests_total',
-    help: 'HTTP requests answered, by method, route pattern and status.',
-    labelNames,
-    registers: [registry],
+  const stats = new Map<string, RouteStats>();
+
+  const exported = (name: string, type: 'counter' | 'histogram', help: string, values: () => MetricValue[]) => ({
+    name,
+    help,
+    type,
+    aggregator: 'sum' as const,
+    get: async () => ({ name, help, type, aggregator: 'sum' as const, values: values() }),
+    reset: () => stats.clear(),
   });
-  const duration = new Histogram({
-    name: 'mordn_http_request_duration_seconds',
-    help: 'Time from request start to response headers, by method, route pattern and status.',
-    labelNames,
-    buckets: DURATION_BUCKETS,
-    registers: [registry],
-  });
-  // Label lookups hash their arguments; cache the children so a hot route pays that once.
-  const children = new Map<
-    string,
-    { count: ReturnType<typeof requests.labels>; latency: ReturnType<typeof duration.labels> }
-  >();
+
+  registry.registerMetric(
+    exported(REQUESTS, 'counter', 'HTTP requests answered, by method, route pattern and status.', () =>
+      [...stats.values()].map((entry) => ({ labels: entry.labels, value: entry.count })),
+    ) as never,
+  );
+  registry.registerMetric(
+    exported(
+      DURATION,
+      'histogram',
+      'Time from request start to response headers, by method, route pattern and status.',
+      () =>
+        [...stats.values()].flatMap((entry) => {
+          let cumulative = 0;
+          const buckets = DURATION_BUCKETS.map((bound, index) => {
+            cumulative += entry.buckets[index] as number;
+            return { labels: { le: bound, ...entry.labels }, value: cumulative, metricName: `${DURATION}_bucket` };
+          });
+          return [
+            ...buckets,
+            { labels: { le: '+Inf', ...entry.labels }, value: entry.count, metricName: `${DURATION}_bucket` },
+            { labels: entry.labels, value: entry.sum, metricName: `${DURATION}_sum` },
+            { labels: entry.labels, value: entry.count, metricName: `${DURATION}_count` },
+          ];
+        }),
+    ) as never,
+  );
+
   return {
     registry,
     observeRequest(method, route, status, seconds) {
       const key = `${method} ${status} ${route}`;
-      let child = children.get(key);
-      if (!child) {
-        const labels = { method, route, status: String(status) };
-        child = { count: requests.labels(labels), latency: duration.labels(labels) };
-        children.set(key, child);
+      let entry = stats.get(key);
+      if (!entry) {
+        entry = {
+          labels: { method, route, status: String(status) },
+          count: 0,
+          sum: 0,
+          buckets: new Float64Array(DURATION_BUCKETS.length + 1),
+        };
+        stats.set(key, entry);
       }
-      child.count.inc();
-      child.latency.observe(seconds);
+      entry.count += 1;
+      entry.sum += seconds;
+      let index = 0;
+      while (index < DURATION_BUCKETS.length && seconds > (DURATION_BUCKETS[index] as number)) index += 1;
+      (entry.buckets as Float64Array)[index] = (entry.buckets[index] as number) + 1;
     },
   };
 }

@@ -1,6 +1,7 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
+import { answerLiveness } from './liveness.js';
 import type { Logger } from './logger.js';
 
 export interface RunningServer {
@@ -25,23 +26,28 @@ function formatHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-/** Serves a fetch handler over HTTP/1.1 with `@hono/node-server`, without patching globals. */
+/**
+ * Serves a fetch handler over HTTP/1.1 with `@hono/node-server`. `/healthz` is answered by the
+ * server itself (see `answerLiveness`); every other request goes to `fetch`.
+ */
 export function startServer(options: StartServerOptions): Promise<RunningServer> {
+  const listener = getRequestListener(options.fetch as never, {
+    hostname: options.host,
+    // node-server's lightweight Request/Response make responses ~2.5x faster than undici's; they
+    // remain instances of the standard classes for every consumer.
+    overrideGlobalObjects: true,
+  });
+  const server = createServer((request, response) => {
+    if (!answerLiveness(request, response)) void listener(request, response);
+  });
   return new Promise((resolve, reject) => {
-    const server = serve(
-      {
-        fetch: options.fetch as never,
-        hostname: options.host,
-        port: options.port,
-        overrideGlobalObjects: false,
-      },
-      (info: AddressInfo) => {
-        server.off('error', reject);
-        const url = `http://${formatHost(options.host)}:${info.port}`;
-        resolve({ url, server, close: (timeoutMs) => closeGracefully(server, timeoutMs, options.logger) });
-      },
-    ) as Server;
     server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      const { port } = server.address() as AddressInfo;
+      const url = `http://${formatHost(options.host)}:${port}`;
+      resolve({ url, server, close: (timeoutMs) => closeGracefully(server, timeoutMs, options.logger) });
+    });
   });
 }
 

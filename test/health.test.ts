@@ -13,10 +13,23 @@ beforeAll(async () => {
 afterAll(() => service.close());
 
 describe('probes', () => {
-  it('/healthz answers 200 {status: ok}', async () => {
+  it('/healthz answers 200 {status: ok} from the server itself, outside request metrics', async () => {
     const response = await service.fetch('/healthz');
     expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('no-store');
     expect(await readJson(response)).toEqual({ status: 'ok' });
+    expect(response.headers.get('x-request-id')).toBeNull();
+    expect((await service.fetch('/healthz', { method: 'HEAD' })).status).toBe(200);
+    expect(await (await service.fetch('/metrics')).text()).not.toContain('route="/healthz"');
+  });
+
+  it('the app answers /healthz the same way when reached through it', async () => {
+    const response = await service.fetch('/healthz?via=app');
+    expect(response.status).toBe(200);
+    expect(await readJson(response)).toEqual({ status: 'ok' });
+    expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const inProcess = await service.app.request('/healthz');
+    expect(await readJson(inProcess)).toEqual({ status: 'ok' });
   });
 
   it('/readyz reports the database check', async () => {

@@ -47,6 +47,7 @@ export function problemResponse(error: ServiceError, requestId: string): Respons
   const headers = new Headers(error.headers);
   headers.set('Content-Type', 'application/problem+json');
   headers.set('Cache-Control', 'no-store');
+  headers.set('X-Request-Id', requestId);
   return new Response(JSON.stringify(toProblem(error, requestId)), { status: error.status, headers });
 }
 

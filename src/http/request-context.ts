@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import type { Logger } from '../logger.js';
 import type { HttpMetrics } from '../metrics.js';
@@ -11,13 +11,24 @@ const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** The registered pattern that answered (`/v1/admin/agents/:agentId/keys`), never the raw path. */
-function routeLabel(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string {
+function routeLabel(c: Context<AppEnv>): string {
   const routes = matchedRoutes(c);
   for (let index = routes.length - 1; index >= 0; index -= 1) {
     const route = routes[index];
     if (route && route.method !== 'ALL') return route.path;
   }
   return 'unmatched';
+}
+
+/**
+ * Sets a header on whatever response the route produces. Under Node it goes straight onto the
+ * `ServerResponse`, which merges it into the head it writes; Hono's own `c.header()` would build a
+ * `Headers` object for every response and cost a health check a fifth of its throughput.
+ */
+function setResponseHeader(c: Context<AppEnv>, name: string, value: string): void {
+  const outgoing = c.env?.outgoing;
+  if (outgoing) outgoing.setHeader(name, value);
+  else c.header(name, value);
 }
 
 /**
@@ -31,8 +42,8 @@ export function requestContext(logger: Logger, metrics: HttpMetrics): Middleware
     const incoming = c.req.header(REQUEST_ID_HEADER);
     const requestId = incoming && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set('requestId', requestId);
+    setResponseHeader(c, REQUEST_ID_HEADER, requestId);
     await next();
-    c.header(REQUEST_ID_HEADER, requestId);
     const seconds = (performance.now() - started) / 1000;
     const route = routeLabel(c);
     const status = c.res.status;

@@ -1,0 +1,17 @@
+import { benchHealth } from './health.js';
+
+/** `npm run bench -- <name>…`; with no name, every benchmark runs. */
+const BENCHMARKS: Record<string, () => Promise<unknown>> = {
+  health: () => benchHealth(),
+};
+
+const requested = process.argv.slice(2);
+const names = requested.length > 0 ? requested : Object.keys(BENCHMARKS);
+for (const name of names) {
+  const run = BENCHMARKS[name];
+  if (!run) {
+    console.error(`Unknown benchmark "${name}". Available: ${Object.keys(BENCHMARKS).join(', ')}`);
+    process.exit(2);
+  }
+  await run();
+}

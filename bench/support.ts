@@ -1,0 +1,105 @@
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const benchDirectory = path.dirname(fileURLToPath(import.meta.url));
+const run = promisify(execFile);
+const PIN_CORES = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+
+export interface BenchServer {
+  port: number;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `bench/servers/<name>.ts` in its own process (so the load generator and the server do not
+ * share a core) and waits for the `{"port":…}` line it prints.
+ */
+export function startBenchServer(name: string, environment: Record<string, string> = {}): Promise<BenchServer> {
+  const command = [process.execPath, '--import', 'tsx', path.join(benchDirectory, 'servers', `${name}.ts`)];
+  // Servers on core 0, the load generator on core 1: neither steals the other's core, which
+  // otherwise makes single runs swing by ±20 %.
+  const pinned = PIN_CORES ? ['taskset', '-c', '0', ...command] : command;
+  const child = spawn(pinned[0] as string, pinned.slice(1), {
+    env: { ...process.env, ...environment },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      const match = /\{"port":(\d+)\}/.exec(chunk.toString());
+      if (!match) return;
+      resolve({
+        port: Number(match[1]),
+        child,
+        stop: () =>
+          new Promise((done) => {
+            child.once('exit', () => done());
+            child.kill('SIGKILL');
+          }),
+      });
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`bench server ${name} exited with ${code}`)));
+  });
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  errors: number;
+}
+
+let wrkAvailable: boolean | undefined;
+
+/** Whether `wrk` (Debian package `wrk`) is installed; it loads a server with far less CPU than Node can. */
+export async function hasWrk(): Promise<boolean> {
+  if (wrkAvailable === undefined) {
+    wrkAvailable = await run('wrk', ['--version']).then(
+      () => true,
+      (error: { stdout?: string }) => Boolean(error.stdout?.includes('wrk')),
+    );
+  }
+  return wrkAvailable;
+}
+
+async function runWrk(url: string, seconds: number, connections: number): Promise<LoadResult> {
+  const wrk = ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url];
+  const command = PIN_CORES ? ['taskset', '-c', '1', ...wrk] : wrk;
+  const { stdout } = await run(command[0] as string, command.slice(1));
+  const number = (pattern: RegExp) => Number(pattern.exec(stdout)?.[1] ?? Number.NaN);
+  const latency = (percentile: string) => {
+    const match = new RegExp(`${percentile}%\\s+([\\d.]+)(us|ms|s)`).exec(stdout);
+    if (!match) return Number.NaN;
+    const value = Number(match[1]);
+    return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
+  };
+  const non2xx = number(/Non-2xx or 3xx responses: (\d+)/);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
+  return {
+    requestsPerSecond: number(/Requests\/sec:\s+([\d.]+)/),
+    latencyP50Ms: latency('50'),
+    latencyP99Ms: latency('99'),
+    errors:
+      (Number.isNaN(non2xx) ? 0 : non2xx) +
+      (socketErrors ? socketErrors.slice(1).reduce((sum, value) => sum + Number(value), 0) : 0),
+  };
+}
+
+/** Loads `url` for `seconds` with wrk (a C load generator: it leaves the server's core alone). */
+export async function runLoad(url: string, options: { seconds: number; connections: number }): Promise<LoadResult> {
+  if (!(await hasWrk())) throw new Error('Benchmarks need wrk: apt-get install wrk');
+  return runWrk(url, options.seconds, options.connections);
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
