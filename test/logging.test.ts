@@ -68,7 +68,7 @@ describe('structured logs', () => {
   });
 
   it('replaces an ill-formed incoming request id', async () => {
-    const response = await service.fetch('/healthz', { headers: { 'X-Request-Id': 'bad id\twith spaces' } });
+    const response = await service.fetch('/readyz', { headers: { 'X-Request-Id': 'bad id\twith spaces' } });
     expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
