@@ -1,0 +1,40 @@
+# syntax=docker/dockerfile:1
+# NODE_IMAGE lets air-gapped builds use a mirrored or locally built Node.js image.
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+# Build stage: compile TypeScript and native modules, then drop dev dependencies.
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends python3 make g++ \
+  && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+# Scripts are skipped here (`prepare` would build before the sources are copied); the one native
+# module is built explicitly.
+RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY routes ./routes
+COPY openapi ./openapi
+RUN npm run build && npm prune --omit=dev
+
+# Runtime stage: compiled code and production dependencies only, running as the unprivileged
+# `node` user with its data in a volume.
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8787 \
+    MORDN_DATA_DIR=/data
+WORKDIR /app
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/openapi ./openapi
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME ["/data"]
+EXPOSE 8787
+HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8787)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["node", "dist/src/cli.js"]
+CMD ["serve"]
