@@ -3,6 +3,8 @@ import { collectDefaultMetrics, type Registry as PromRegistry, Registry } from '
 /** HTTP request metrics in a registry owned by one app (no process-global registry). */
 export interface HttpMetrics {
   readonly registry: PromRegistry;
+  /** Marks a request as started; `observeRequest` ends it. */
+  requestStarted(): void;
   /** Records one finished request under its route pattern (never the raw path). */
   observeRequest(method: string, route: string, status: number, seconds: number): void;
 }
@@ -10,6 +12,7 @@ export interface HttpMetrics {
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const REQUESTS = 'mordn_http_requests_total';
 const DURATION = 'mordn_http_request_duration_seconds';
+const IN_FLIGHT = 'mordn_http_requests_in_flight';
 
 interface RouteStats {
   labels: { method: string; route: string; status: string };
@@ -33,8 +36,14 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'mordn_' });
   const stats = new Map<string, RouteStats>();
+  let inFlight = 0;
 
-  const exported = (name: string, type: 'counter' | 'histogram', help: string, values: () => MetricValue[]) => ({
+  const exported = (
+    name: string,
+    type: 'counter' | 'gauge' | 'histogram',
+    help: string,
+    values: () => MetricValue[],
+  ) => ({
     name,
     help,
     type,
@@ -70,9 +79,19 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
     ) as never,
   );
 
+  registry.registerMetric(
+    exported(IN_FLIGHT, 'gauge', 'HTTP requests being answered right now (this scrape included).', () => [
+      { labels: {}, value: inFlight },
+    ]) as never,
+  );
+
   return {
     registry,
+    requestStarted() {
+      inFlight += 1;
+    },
     observeRequest(method, route, status, seconds) {
+      inFlight -= 1;
       const key = `${method} ${status} ${route}`;
       let entry = stats.get(key);
       if (!entry) {

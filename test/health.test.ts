@@ -81,6 +81,7 @@ describe('/metrics', () => {
       /mordn_http_request_duration_seconds_bucket\{le="0.1",method="GET",route="\/v1\/me",status="200"\} 2/,
     );
     expect(text).not.toContain('/no/such/path');
+    expect(text).toMatch(/^mordn_http_requests_in_flight 1$/m);
   });
 });
 

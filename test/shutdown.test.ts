@@ -60,13 +60,32 @@ function connectionRefused(): Promise<boolean> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Polls `check` until it holds or `timeoutMs` passes; returns whether it held. */
+async function eventually(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await sleep(25);
+  }
+  return false;
+}
+
+/** Waits until the service is inside the slow request (the in-flight gauge counts it and the scrape). */
+async function untilInFlight(): Promise<void> {
+  const reached = await eventually(async () => {
+    const metrics = await (await fetch(new URL('/metrics', url))).text();
+    return Number(/^mordn_http_requests_in_flight (\d+)$/m.exec(metrics)?.[1] ?? 0) >= 2;
+  });
+  expect(reached).toBe(true);
+}
+
 describe('graceful shutdown', () => {
   it('on SIGTERM stops accepting, finishes the in-flight request, closes the database and exits 0', async () => {
     const slow = openSlowRequest();
-    await sleep(300);
+    await untilInFlight();
     service.child.kill('SIGTERM');
     await service.waitForLog((line) => line.msg === 'shutting down');
-    expect(await connectionRefused()).toBe(true);
+    expect(await eventually(connectionRefused)).toBe(true);
 
     slow.request.end('"}');
     const response = await slow.response;
@@ -87,7 +106,7 @@ describe('graceful shutdown', () => {
   it('cuts a request that outlives the shutdown bound and still exits', async () => {
     const stuck = openSlowRequest();
     stuck.response.catch(() => undefined);
-    await sleep(300);
+    await untilInFlight();
     const started = Date.now();
     service.child.kill('SIGINT');
     const exit = await service.exited;

@@ -39,21 +39,40 @@ function setResponseHeader(c: Context<AppEnv>, name: string, value: string): voi
 export function requestContext(logger: Logger, metrics: HttpMetrics): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
+    metrics.requestStarted();
     const incoming = c.req.header(REQUEST_ID_HEADER);
     const requestId = incoming && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set('requestId', requestId);
     setResponseHeader(c, REQUEST_ID_HEADER, requestId);
-    await next();
-    const seconds = (performance.now() - started) / 1000;
-    const route = routeLabel(c);
-    const status = c.res.status;
-    metrics.observeRequest(c.req.method, route, status, seconds);
-    const level = PROBE_PATHS.has(c.req.path) ? 'debug' : 'info';
-    if (logger.isLevelEnabled(level)) {
-      logger[level](
-        { requestId, method: c.req.method, route, status, durationMs: Math.round(seconds * 1e4) / 10 },
-        'request completed',
-      );
+    try {
+      await next();
+    } finally {
+      // Hono turns handler errors into responses; only a failing error handler leaves none.
+      const status = c.finalized ? c.res.status : 500;
+      const seconds = (performance.now() - started) / 1000;
+      const route = routeLabel(c);
+      metrics.observeRequest(c.req.method, route, status, seconds);
+      logAccess(c, logger, { requestId, route, status, seconds });
     }
   };
+}
+
+function logAccess(
+  c: Context<AppEnv>,
+  logger: Logger,
+  entry: { requestId: string; route: string; status: number; seconds: number },
+): void {
+  const level = PROBE_PATHS.has(c.req.path) ? 'debug' : 'info';
+  if (logger.isLevelEnabled(level)) {
+    logger[level](
+      {
+        requestId: entry.requestId,
+        method: c.req.method,
+        route: entry.route,
+        status: entry.status,
+        durationMs: Math.round(entry.seconds * 1e4) / 10,
+      },
+      'request completed',
+    );
+  }
 }
