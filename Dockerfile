@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # NODE_IMAGE lets air-gapped builds use a mirrored or locally built Node.js image.
 ARG NODE_IMAGE=node:22-bookworm-slim
 
@@ -16,7 +15,10 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY routes ./routes
 COPY openapi ./openapi
-RUN npm run build && npm prune --omit=dev
+RUN npm run build && npm prune --omit=dev \
+  && rm -rf node_modules/better-sqlite3/deps node_modules/better-sqlite3/src \
+    node_modules/better-sqlite3/build/Release/obj node_modules/better-sqlite3/build/Release/obj.target \
+    node_modules/better-sqlite3/build/Release/.deps node_modules/better-sqlite3/build/Release/*.a
 
 # Runtime stage: compiled code and production dependencies only, running as the unprivileged
 # `node` user with its data in a volume.
