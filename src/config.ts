@@ -1,5 +1,12 @@
 import path from 'node:path';
 import { z } from 'zod';
+import {
+  ALL_UPLOAD_TYPES,
+  DEFAULT_UPLOAD_MAX_BYTES,
+  MANAGED_UPLOAD_MAX_BYTES,
+  type UploadMediaType,
+  isUploadMediaType,
+} from './uploads/media-types.js';
 
 /** Model providers the service can drive; the id after the colon is passed to the provider. */
 export type ModelProvider = 'openai' | 'anthropic' | 'openai-compatible';
@@ -28,6 +35,22 @@ export interface Config {
   storage: StorageConfig;
   /** Origin (no trailing slash) that signed `fs` download URLs use. */
   publicUrl: string;
+  /**
+   * HMAC key for `fs` download URLs. When unset the `fs` adapter creates one in the data dir;
+   * replicas sharing a data dir (or a load balancer in front of several) must set it.
+   */
+  signingSecret?: string;
+  /** Lifetime of signed download URLs (both adapters). */
+  downloadUrlTtlSeconds: number;
+  /** Operator upload policy: may only lower the built-in ceilings and narrow the types. */
+  uploads: {
+    /** Ceiling for the default set (images, PDF): at most 5 MiB. */
+    maxBytes: number;
+    /** Ceiling for the managed document set: at most 10 MiB. */
+    managedMaxBytes: number;
+    /** When set, only these types are ever accepted (a subset of the built-in sets). */
+    allowedTypes?: UploadMediaType[];
+  };
   /** Bearer token for `/v1/admin/*`; the admin routes do not exist without it. */
   adminToken?: string;
   model?: ModelConfig;
@@ -55,6 +78,7 @@ export class ConfigError extends Error {
 /** Environment variables holding secrets that may be present even though we only pass them on. */
 const SECRET_VARIABLES = [
   'MORDN_ADMIN_TOKEN',
+  'MORDN_SIGNING_SECRET',
   'MORDN_MODEL_API_KEY',
   'OPENAI_API_KEY',
   'ANTHROPIC_API_KEY',
@@ -122,6 +146,11 @@ const EnvironmentSchema = z.object({
   S3_ENDPOINT: httpUrl,
   S3_FORCE_PATH_STYLE: booleanFlag(false),
   MORDN_PUBLIC_URL: httpUrl,
+  MORDN_SIGNING_SECRET: optionalString,
+  MORDN_DOWNLOAD_URL_TTL_SECONDS: integer(900, 60, 3600),
+  MORDN_UPLOAD_MAX_BYTES: integer(DEFAULT_UPLOAD_MAX_BYTES, 1, DEFAULT_UPLOAD_MAX_BYTES),
+  MORDN_MANAGED_UPLOAD_MAX_BYTES: integer(MANAGED_UPLOAD_MAX_BYTES, 1, MANAGED_UPLOAD_MAX_BYTES),
+  MORDN_UPLOAD_TYPES: optionalString,
   MORDN_ADMIN_TOKEN: optionalString,
   MORDN_MODEL: optionalString,
   MORDN_MODEL_BASE_URL: httpUrl,
@@ -182,6 +211,24 @@ function parseModel(environment: Environment, problems: Problem[]): ModelConfig 
   };
 }
 
+function parseUploadTypes(environment: Environment, problems: Problem[]): UploadMediaType[] | undefined {
+  const list = environment.MORDN_UPLOAD_TYPES;
+  if (list === undefined) return undefined;
+  const types = list
+    .split(',')
+    .map((type) => type.trim().toLowerCase())
+    .filter(Boolean);
+  const unknown = types.filter((type) => !isUploadMediaType(type));
+  if (unknown.length > 0 || types.length === 0) {
+    problems.push({
+      variable: 'MORDN_UPLOAD_TYPES',
+      message: `must list types from ${ALL_UPLOAD_TYPES.join(', ')} (unknown: ${unknown.join(', ') || 'none given'})`,
+    });
+    return undefined;
+  }
+  return [...new Set(types)] as UploadMediaType[];
+}
+
 function parsePublicUrl(environment: Environment, problems: Problem[]): string {
   const url = environment.MORDN_PUBLIC_URL;
   if (url === undefined) return `http://127.0.0.1:${environment.PORT}`;
@@ -213,6 +260,10 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
   if (parsed.MORDN_ADMIN_TOKEN !== undefined && parsed.MORDN_ADMIN_TOKEN.length < 16) {
     problems.push({ variable: 'MORDN_ADMIN_TOKEN', message: 'must be at least 16 characters long' });
   }
+  if (parsed.MORDN_SIGNING_SECRET !== undefined && parsed.MORDN_SIGNING_SECRET.length < 32) {
+    problems.push({ variable: 'MORDN_SIGNING_SECRET', message: 'must be at least 32 characters long' });
+  }
+  const allowedTypes = parseUploadTypes(parsed, problems);
   const model = parseModel(parsed, problems);
   const config: Config = {
     port: parsed.PORT,
@@ -221,6 +272,13 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
     database: parseDatabase(parsed, dataDir, problems),
     storage: parseStorage(parsed, problems),
     publicUrl: parsePublicUrl(parsed, problems),
+    ...(parsed.MORDN_SIGNING_SECRET ? { signingSecret: parsed.MORDN_SIGNING_SECRET } : {}),
+    downloadUrlTtlSeconds: parsed.MORDN_DOWNLOAD_URL_TTL_SECONDS,
+    uploads: {
+      maxBytes: parsed.MORDN_UPLOAD_MAX_BYTES,
+      managedMaxBytes: parsed.MORDN_MANAGED_UPLOAD_MAX_BYTES,
+      ...(allowedTypes ? { allowedTypes } : {}),
+    },
     ...(parsed.MORDN_ADMIN_TOKEN ? { adminToken: parsed.MORDN_ADMIN_TOKEN } : {}),
     ...(model ? { model } : {}),
     sandbox: { enabled: parsed.MORDN_SANDBOX_ENABLED, backend: parsed.MORDN_SANDBOX_BACKEND },
