@@ -41,3 +41,30 @@ export class StorageObjectNotFoundError extends Error {
     this.name = 'StorageObjectNotFoundError';
   }
 }
+
+/** What a verified signed download (the `fs` adapter's `GET /v1/files/…`) serves. */
+export interface SignedDownload {
+  body: Readable;
+  size: number;
+  filename: string;
+  mediaType: string;
+  /** Epoch seconds after which the URL stops working. */
+  expiresAt: number;
+}
+
+/**
+ * Served by the service itself for storage that has no URL of its own (`fs`). `open` verifies the
+ * signature and expiry in constant time and throws `ServiceError('INVALID_SIGNATURE')` (403) for
+ * anything tampered or expired, `ServiceError('NOT_FOUND')` when the object is gone.
+ */
+export interface LocalDownloads {
+  /** Path prefix of the download route, e.g. `/v1/files/`. */
+  readonly routePrefix: string;
+  open(storagePath: string, query: URLSearchParams): Promise<SignedDownload>;
+}
+
+/** The configured storage and, for `fs`, the signed-download endpoint behind its URLs. */
+export interface StorageSetup {
+  storage: FileStorage;
+  localDownloads?: LocalDownloads;
+}
