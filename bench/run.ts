@@ -1,8 +1,10 @@
 import { benchHealth } from './health.js';
+import { benchUploads } from './uploads.js';
 
 /** `npm run bench -- <name>…`; with no name, every benchmark runs. */
 const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   health: () => benchHealth(),
+  uploads: () => benchUploads(),
 };
 
 const requested = process.argv.slice(2);

@@ -1,8 +1,11 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { registerAdminRoutes } from '../routes/admin.js';
+import { registerBootstrapRoutes } from '../routes/bootstrap.js';
 import { registerDocsRoutes } from '../routes/docs.js';
+import { registerFileRoutes } from '../routes/files.js';
 import { registerHealthRoutes } from '../routes/health.js';
 import { registerMeRoutes } from '../routes/me.js';
+import { registerUploadRoutes } from '../routes/uploads.js';
 import type { AppDependencies } from './dependencies.js';
 import { ServiceError } from './errors.js';
 import type { AppEnv } from './http/app-env.js';
@@ -18,7 +21,7 @@ export type MordnApp = OpenAPIHono<AppEnv>;
  * call it over real HTTP or through `app.request()`.
  *
  * @example
- * const app = createApp({ config, database, logger, metrics, lifecycle });
+ * const app = createApp(await composeDependencies(config, { logger }));
  * serve({ fetch: app.fetch, port: config.port });
  */
 export function createApp(deps: AppDependencies): MordnApp {
@@ -28,6 +31,9 @@ export function createApp(deps: AppDependencies): MordnApp {
   registerHealthRoutes(app, deps);
   registerDocsRoutes(app);
   registerMeRoutes(app, deps);
+  registerBootstrapRoutes(app, deps);
+  registerUploadRoutes(app, deps);
+  if (deps.localDownloads) registerFileRoutes(app, deps.localDownloads);
   if (deps.config.adminToken) registerAdminRoutes(app, deps, deps.config.adminToken);
 
   app.notFound((c) =>

@@ -3,9 +3,9 @@ import { z } from 'zod';
 import {
   ALL_UPLOAD_TYPES,
   DEFAULT_UPLOAD_MAX_BYTES,
+  isUploadMediaType,
   MANAGED_UPLOAD_MAX_BYTES,
   type UploadMediaType,
-  isUploadMediaType,
 } from './uploads/media-types.js';
 
 /** Model providers the service can drive; the id after the colon is passed to the provider. */

@@ -4,6 +4,7 @@ import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import type { HttpMetrics } from './metrics.js';
 import type { ReadinessCheck } from './readiness.js';
+import type { FileStorage, LocalDownloads } from './storage/file-storage.js';
 
 /**
  * Everything the HTTP app needs, built by `src/main.ts` (or by a test with temporary parts) and
@@ -15,6 +16,12 @@ export interface AppDependencies {
   logger: Logger;
   metrics: HttpMetrics;
   lifecycle: Lifecycle;
+  /** Private storage for uploads and artifacts. */
+  storage: FileStorage;
+  /** The signed-download endpoint for storage without URLs of its own (`fs`). */
+  localDownloads?: LocalDownloads;
+  /** Cached readiness of the sandbox backend, for the managed-sandbox gate. */
+  sandboxReadiness?: () => Promise<boolean>;
   /** Extra readiness checks besides the database (storage, sandbox backend). */
   readinessChecks?: ReadinessCheck[];
 }

@@ -1,9 +1,7 @@
 import { createApp } from './app.js';
+import { composeDependencies } from './compose.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { openDatabase } from './db/database.js';
-import { createLifecycle } from './lifecycle.js';
 import { createLogger } from './logger.js';
-import { createHttpMetrics } from './metrics.js';
 import { startServer } from './server.js';
 
 /**
@@ -29,20 +27,13 @@ export function loadConfigOrExit(environment: NodeJS.ProcessEnv): Config {
 export async function runService(environment: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = loadConfigOrExit(environment);
   const logger = createLogger({ level: config.logLevel, secrets: config.secretValues });
-  const database = await openDatabase(config.database);
-  const lifecycle = createLifecycle();
-  const app = createApp({
-    config,
-    database,
-    logger,
-    metrics: createHttpMetrics({ processMetrics: true }),
-    lifecycle,
-  });
+  const deps = await composeDependencies(config, { logger, processMetrics: true });
+  const app = createApp(deps);
   const server = await startServer({ fetch: app.fetch, host: config.host, port: config.port, logger });
   logger.info(
     {
       url: server.url,
-      database: database.dialect,
+      database: deps.database.dialect,
       storage: config.storage.kind,
       adminApi: config.adminToken !== undefined,
       sandboxes: config.sandbox.enabled,
@@ -55,10 +46,10 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
     if (stopping) return;
     stopping = true;
     logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down');
-    lifecycle.startDraining();
+    deps.lifecycle.startDraining();
     try {
       await server.close(config.shutdownTimeoutMs);
-      await database.close();
+      await deps.close();
       logger.info('shutdown complete');
     } catch (error) {
       logger.error({ err: error }, 'shutdown failed');

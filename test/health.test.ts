@@ -35,7 +35,7 @@ describe('probes', () => {
   it('/readyz reports the database check', async () => {
     const response = await service.fetch('/readyz');
     expect(response.status).toBe(200);
-    expect(await readJson(response)).toEqual({ status: 'ready', checks: { database: 'ok' } });
+    expect(await readJson(response)).toEqual({ status: 'ready', checks: { database: 'ok', storage: 'ok' } });
   });
 
   it('/readyz answers 503 while draining', async () => {
@@ -56,7 +56,10 @@ describe('probes', () => {
       await broken.database.db.destroy();
       const response = await broken.fetch('/readyz');
       expect(response.status).toBe(503);
-      expect(await readJson(response)).toEqual({ status: 'unavailable', checks: { database: 'failed' } });
+      expect(await readJson(response)).toEqual({
+        status: 'unavailable',
+        checks: { database: 'failed', storage: 'ok' },
+      });
     } finally {
       await broken.database.target.destroy();
     }

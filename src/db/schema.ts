@@ -41,9 +41,24 @@ export interface AgentConfigsTable {
   published_version: Generated<number>;
 }
 
+export interface StoredFilesTable {
+  storage_path: string;
+  tenant_id: string;
+  agent_id: string;
+  user_id: string;
+  /** `upload` or `artifact`. */
+  kind: string;
+  filename: string;
+  media_type: string;
+  size: number;
+  sha256: string;
+  created_at: number;
+}
+
 export interface DatabaseSchema {
   tenants: TenantsTable;
   agents: AgentsTable;
   api_keys: ApiKeysTable;
   agent_configs: AgentConfigsTable;
+  stored_files: StoredFilesTable;
 }

@@ -16,6 +16,13 @@ export interface FileStorage {
    */
   put(key: string, body: Readable, options: { contentType: string; size: number }): Promise<void>;
 
+  /**
+   * Stores the local file at `filePath` (exactly `size` bytes) like `put`. Storage on the same
+   * disk may move the file into place instead of copying it: the caller hands the file over and
+   * must not use it afterwards (removing whatever may be left is fine).
+   */
+  putFile(key: string, filePath: string, options: { contentType: string; size: number }): Promise<void>;
+
   /** Streams an object back; throws `StorageObjectNotFoundError` when it does not exist. */
   get(key: string): Promise<{ body: Readable; size: number }>;
 

@@ -28,7 +28,13 @@ export const ALL_UPLOAD_TYPES: readonly UploadMediaType[] = [
 ];
 
 export const OOXML_TYPES = [DOCX, XLSX, PPTX] as const;
-export const TEXT_TYPES = ['text/plain', 'text/markdown', 'text/csv', 'text/tab-separated-values', 'application/json'] as const;
+export const TEXT_TYPES = [
+  'text/plain',
+  'text/markdown',
+  'text/csv',
+  'text/tab-separated-values',
+  'application/json',
+] as const;
 
 /** Byte ceilings before any operator or agent narrowing. */
 export const DEFAULT_UPLOAD_MAX_BYTES = 5 * 1024 * 1024;

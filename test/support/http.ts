@@ -25,6 +25,9 @@ export function rawRequest(
     for (const [name, value] of options.headers ?? []) {
       grouped[name] = [...(grouped[name] ?? []), value];
     }
+    // Node frames bodies of DELETE (and GET) requests only when told how: say it explicitly.
+    if (options.chunks) grouped['Transfer-Encoding'] = ['chunked'];
+    else if (options.body !== undefined) grouped['Content-Length'] ??= [String(Buffer.byteLength(options.body))];
     const request = http.request(url, { method: options.method ?? 'GET', headers: grouped }, (response) => {
       const parts: Buffer[] = [];
       response.on('data', (part: Buffer) => parts.push(part));

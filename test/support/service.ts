@@ -1,10 +1,11 @@
 import { Writable } from 'node:stream';
 import { createApp, type MordnApp } from '../../src/app.js';
+import { composeDependencies } from '../../src/compose.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/database.js';
-import { createLifecycle, type Lifecycle } from '../../src/lifecycle.js';
+import type { Lifecycle } from '../../src/lifecycle.js';
 import { createLogger } from '../../src/logger.js';
-import { createHttpMetrics, type HttpMetrics } from '../../src/metrics.js';
+import type { HttpMetrics } from '../../src/metrics.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import { createTestDatabase, type TestDatabaseTarget } from './database.js';
 
@@ -29,6 +30,8 @@ export interface StartTestServiceOptions {
   environment?: Record<string, string>;
   /** Register extra routes (probes for middleware tests) before the server starts. */
   extendApp?: (app: MordnApp, database: Database) => void;
+  /** The sandbox backend's readiness, for the managed-sandbox gate. */
+  sandboxReadiness?: () => Promise<boolean>;
 }
 
 /**
@@ -37,9 +40,17 @@ export interface StartTestServiceOptions {
  */
 export async function startTestService(options: StartTestServiceOptions = {}): Promise<TestService> {
   const database = await createTestDatabase();
+  // Listen first, so signed URLs can carry the real port; requests wait for the app below.
+  let app: MordnApp | undefined;
+  const server: RunningServer = await startServer({
+    fetch: (request, env) => (app as MordnApp).fetch(request, env),
+    host: '127.0.0.1',
+    port: 0,
+  });
   const config = loadConfig({
     MORDN_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     MORDN_LOG_LEVEL: 'debug',
+    MORDN_PUBLIC_URL: server.url,
     ...database.target.environment,
     ...options.environment,
     PORT: '0',
@@ -52,18 +63,20 @@ export async function startTestService(options: StartTestServiceOptions = {}): P
     },
   });
   const logger = createLogger({ level: config.logLevel, secrets: config.secretValues, destination });
-  const metrics = createHttpMetrics();
-  const lifecycle = createLifecycle();
-  const app = createApp({ config, database, logger, metrics, lifecycle });
+  const deps = await composeDependencies(config, {
+    logger,
+    database,
+    ...(options.sandboxReadiness ? { sandboxReadiness: options.sandboxReadiness } : {}),
+  });
+  app = createApp(deps);
   options.extendApp?.(app, database);
-  const server: RunningServer = await startServer({ fetch: app.fetch, host: '127.0.0.1', port: 0 });
   return {
     url: server.url,
     app,
     config,
     database,
-    metrics,
-    lifecycle,
+    metrics: deps.metrics,
+    lifecycle: deps.lifecycle,
     logs,
     fetch: (path, init) => fetch(`${server.url}${path}`, init),
     close: async () => {

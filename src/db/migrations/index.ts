@@ -1,5 +1,6 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as initial from './0001-initial.js';
+import * as storedFiles from './0002-stored-files.js';
 
 /**
  * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
@@ -7,6 +8,7 @@ import * as initial from './0001-initial.js';
  */
 const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': initial,
+  '0002-stored-files': storedFiles,
 };
 
 export const migrationProvider: MigrationProvider = {

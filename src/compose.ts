@@ -1,0 +1,49 @@
+import type { Config } from './config.js';
+import { type Database, openDatabase } from './db/database.js';
+import type { AppDependencies } from './dependencies.js';
+import { createLifecycle } from './lifecycle.js';
+import type { Logger } from './logger.js';
+import { createHttpMetrics } from './metrics.js';
+import { createStorage } from './storage/create-storage.js';
+
+export interface ComposeOptions {
+  logger: Logger;
+  /** Use this database instead of opening the configured one (tests pass an isolated one). */
+  database?: Database;
+  /** Add Node's process metrics to `/metrics` (the service does; tests do not). */
+  processMetrics?: boolean;
+  sandboxReadiness?: () => Promise<boolean>;
+}
+
+export interface ComposedDependencies extends AppDependencies {
+  /** Releases what composing opened (the database, unless it was passed in). */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds every dependency of the app from the configuration: the one place where adapters are
+ * chosen, for the service, the benchmarks and the tests alike.
+ */
+export async function composeDependencies(config: Config, options: ComposeOptions): Promise<ComposedDependencies> {
+  const database = options.database ?? (await openDatabase(config.database));
+  try {
+    const { storage, localDownloads } = await createStorage(config);
+    return {
+      config,
+      database,
+      logger: options.logger,
+      metrics: createHttpMetrics({ processMetrics: options.processMetrics ?? false }),
+      lifecycle: createLifecycle(),
+      storage,
+      ...(localDownloads ? { localDownloads } : {}),
+      ...(options.sandboxReadiness ? { sandboxReadiness: options.sandboxReadiness } : {}),
+      readinessChecks: [{ name: 'storage', check: () => storage.check() }],
+      close: async () => {
+        if (!options.database) await database.close();
+      },
+    };
+  } catch (error) {
+    if (!options.database) await database.close();
+    throw error;
+  }
+}

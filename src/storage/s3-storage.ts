@@ -1,0 +1,191 @@
+import { createReadStream } from 'node:fs';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { attachmentDisposition } from './content-disposition.js';
+import { type FileStorage, StorageObjectNotFoundError } from './file-storage.js';
+import { isStoragePath } from './storage-path.js';
+
+export interface S3ClientOptions {
+  region: string;
+  /** An S3-compatible server's origin (MinIO, Ceph, R2…); AWS itself when absent. */
+  endpoint?: string;
+  /** `https://endpoint/bucket/key` rather than `https://bucket.endpoint/key`. */
+  forcePathStyle: boolean;
+  /** Static credentials; the standard AWS credential chain when absent. */
+  credentials?: S3ClientConfig['credentials'];
+}
+
+export interface S3StorageOptions extends Omit<S3ClientOptions, 'credentials'> {
+  /** A private bucket: nothing here sets ACLs or hands out unsigned URLs. */
+  bucket: string;
+  /** Upper bound of a presigned URL's lifetime; a longer requested lifetime is cut to it. */
+  urlTtlSeconds: number;
+  /** A ready client (tests pass one with static credentials); built from the options otherwise. */
+  client?: S3Client;
+  /** Clock in epoch milliseconds, the presigned URLs' signing time (tests mint expired URLs). */
+  now?: () => number;
+}
+
+/** An RFC 9110 token: what media types and their parameters are made of. */
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+/** `type/subtype` with optional token parameters: anything else could not be a header value. */
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=${TOKEN})*$`);
+
+/** The SDK would otherwise print some warnings with `console`, past the service's log scrubbing. */
+const SILENT_LOGGER = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
+
+/**
+ * An S3 client that works against AWS and S3-compatible servers alike. The SDK's default
+ * `aws-chunked` uploads with trailing checksums are turned off: several S3-compatible servers do
+ * not decode them and would store the chunk framing as the object's bytes.
+ *
+ * @example
+ * const client = createS3Client({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true });
+ */
+export function createS3Client(options: S3ClientOptions): S3Client {
+  return new S3Client({
+    region: options.region,
+    ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
+    forcePathStyle: options.forcePathStyle,
+    ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    logger: SILENT_LOGGER,
+  });
+}
+
+function requireStoragePath(key: string): void {
+  if (!isStoragePath(key)) throw new TypeError('Refusing a key that is not a storage path.');
+}
+
+function isMissingObject(error: unknown): boolean {
+  if (!(error instanceof S3ServiceException)) return false;
+  // A missing bucket is a misconfiguration, not a missing file: let it surface as an error.
+  return error.name === 'NoSuchKey' || (error.$metadata.httpStatusCode === 404 && error.name !== 'NoSuchBucket');
+}
+
+/** Passes `body` through, failing as soon as it is longer than `size` or when it ends shorter. */
+function exactLength(size: number): Transform {
+  let received = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      received += chunk.length;
+      if (received > size) callback(new Error(`The body is longer than its declared ${size} bytes.`));
+      else callback(null, chunk);
+    },
+    flush(callback) {
+      callback(received === size ? null : new Error(`The body is ${received} bytes, not the declared ${size}.`));
+    },
+  });
+}
+
+/**
+ * S3 (or any S3-compatible server) storage: a private bucket, objects keyed by storage path, and
+ * downloads through presigned GET URLs whose `response-content-disposition` (attachment) and
+ * `response-content-type` are part of the signed query, so neither can be changed to serve a file
+ * inline. A single PUT is atomic on S3: an interrupted upload never becomes visible.
+ *
+ * @example
+ * const storage = createS3Storage({ bucket: 'mordn', region: 'eu-west-1', forcePathStyle: false, urlTtlSeconds: 900 });
+ */
+export function createS3Storage(options: S3StorageOptions): FileStorage {
+  if (!Number.isSafeInteger(options.urlTtlSeconds) || options.urlTtlSeconds <= 0) {
+    throw new TypeError('urlTtlSeconds must be a positive integer.');
+  }
+  const { bucket, urlTtlSeconds } = options;
+  const client = options.client ?? createS3Client(options);
+  const now = options.now ?? Date.now;
+
+  const deleteObject = (key: string) => client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+
+  const storage: FileStorage = {
+    kind: 's3',
+
+    putFile(key, filePath, options) {
+      return storage.put(key, createReadStream(filePath), options);
+    },
+
+    async put(key, body, { contentType, size }) {
+      requireStoragePath(key);
+      // The SDK pipes the body without watching it for errors: a failing body would leave the
+      // request waiting for bytes that never come. Count it, and abort the request on any failure.
+      const counted = exactLength(size);
+      const abort = new AbortController();
+      const streamed = pipeline(body, counted);
+      const uploaded = client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: counted,
+          ContentLength: size,
+          ContentType: contentType,
+        }),
+        { abortSignal: abort.signal },
+      );
+      try {
+        // Both must succeed: S3 may have accepted `size` bytes of a body that then turned out longer.
+        await Promise.all([streamed, uploaded]);
+      } catch (error) {
+        abort.abort();
+        counted.destroy();
+        // Let the request finish failing before the best-effort cleanup, so the delete comes last.
+        await Promise.allSettled([uploaded]);
+        await deleteObject(key).catch(() => undefined);
+        throw error;
+      }
+    },
+
+    async get(key) {
+      requireStoragePath(key);
+      try {
+        const response = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        const body = response.Body;
+        if (!(body instanceof Readable) || response.ContentLength === undefined) {
+          if (body instanceof Readable) body.destroy();
+          throw new Error('The S3 response carries no streamed body of known length.');
+        }
+        return { body, size: response.ContentLength };
+      } catch (error) {
+        if (isMissingObject(error)) throw new StorageObjectNotFoundError(key);
+        throw error;
+      }
+    },
+
+    async delete(key) {
+      requireStoragePath(key);
+      // S3 answers 204 for a missing key too.
+      await deleteObject(key);
+    },
+
+    async signDownloadUrl(key, { filename, mediaType, expiresInSeconds = urlTtlSeconds }) {
+      requireStoragePath(key);
+      if (!MEDIA_TYPE.test(mediaType)) throw new TypeError('mediaType is not a valid media type.');
+      if (!(expiresInSeconds > 0)) throw new TypeError('expiresInSeconds must be positive.');
+      const command = new GetObjectCommand({
+        Bucket: bucket,
+        Key: key,
+        ResponseContentDisposition: attachmentDisposition(filename),
+        ResponseContentType: mediaType,
+      });
+      return getSignedUrl(client, command, {
+        expiresIn: Math.min(Math.ceil(expiresInSeconds), urlTtlSeconds),
+        signingDate: new Date(now()),
+      });
+    },
+
+    async check() {
+      await client.send(new HeadBucketCommand({ Bucket: bucket }));
+    },
+  };
+  return storage;
+}

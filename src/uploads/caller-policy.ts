@@ -1,0 +1,32 @@
+import { getEffectiveConfig } from '../agents/agent-configs.js';
+import type { AgentConfig } from '../agents/config-schema.js';
+import type { AgentPrincipal } from '../auth/permissions.js';
+import type { AppDependencies } from '../dependencies.js';
+import { evaluateSandboxGate, type SandboxStatus } from '../sandbox/gate.js';
+import { resolveUploadPolicy, type UploadPolicy } from './upload-policy.js';
+
+export interface CallerUploadPolicy {
+  publishedConfig: AgentConfig;
+  sandbox: SandboxStatus;
+  policy: UploadPolicy;
+}
+
+/**
+ * The upload policy for this caller right now: the agent's published config, the managed-sandbox
+ * gate (so the managed document set is offered only while it is open) and the operator's limits.
+ */
+export async function resolveCallerUploadPolicy(
+  deps: Pick<AppDependencies, 'config' | 'database' | 'sandboxReadiness'>,
+  principal: AgentPrincipal,
+): Promise<CallerUploadPolicy> {
+  const publishedConfig = await getEffectiveConfig(deps.database.db, principal.agentId);
+  const sandbox = await evaluateSandboxGate(
+    { operator: deps.config.sandbox, ...(deps.sandboxReadiness ? { backendReady: deps.sandboxReadiness } : {}) },
+    { publishedConfig, userId: principal.userId },
+  );
+  return {
+    publishedConfig,
+    sandbox,
+    policy: resolveUploadPolicy(deps.config.uploads, publishedConfig, sandbox.available),
+  };
+}

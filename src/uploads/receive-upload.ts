@@ -1,0 +1,255 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import Busboy from 'busboy';
+import type { Kysely } from 'kysely';
+import type { DatabaseSchema } from '../db/schema.js';
+import { ServiceError } from '../errors.js';
+import { formatBytes } from '../http/json-body.js';
+import type { Logger } from '../logger.js';
+import { DurableFileWriter } from '../storage/durable-file-writer.js';
+import type { FileStorage } from '../storage/file-storage.js';
+import { createStoragePath } from '../storage/storage-path.js';
+import { type FileOwner, registerStoredFile, type StoredFile } from './file-registry.js';
+import { sanitizeFilename } from './filename.js';
+import { inspectFile } from './inspect.js';
+import type { UploadPolicy } from './upload-policy.js';
+
+export interface UploadDependencies {
+  db: Kysely<DatabaseSchema>;
+  storage: FileStorage;
+  /** A private directory for bytes in transit (inside the data dir). */
+  tempDir: string;
+  logger: Logger;
+}
+
+export interface IncomingUpload {
+  contentType: string | undefined;
+  contentLength: string | undefined;
+  /** The raw request body. */
+  body: Readable | null;
+  requestId: string;
+}
+
+/** Multipart framing (boundaries, part headers, a small name field) allowed beyond the file cap. */
+export const MULTIPART_SLACK_BYTES = 64 * 1024;
+const FILE_FIELD = 'file';
+
+/**
+ * Refusals raised while the body is still arriving close the connection after answering: the rest
+ * of the body is never read (nor drained) by the server.
+ */
+const UNREAD_BODY = { headers: { Connection: 'close' } };
+
+const tooLarge = (limit: number, what = 'the upload limit') =>
+  new ServiceError('FILE_TOO_LARGE', `The file exceeds ${what} of ${formatBytes(limit)}.`, UNREAD_BODY);
+
+const malformed = (message: string) => new ServiceError('INVALID_MULTIPART', message, UNREAD_BODY);
+
+/** Counts bytes flowing through, failing as soon as the total passes `limit`. */
+class ByteCap extends Transform {
+  bytes = 0;
+  constructor(
+    private readonly limit: number,
+    private readonly onExceeded: () => Error,
+  ) {
+    super();
+  }
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.limit) callback(this.onExceeded());
+    else callback(null, chunk);
+  }
+}
+
+/** Hashes and counts a file's bytes on their way to disk, failing past `limit`. */
+class Digest extends Transform {
+  readonly hash = createHash('sha256');
+  bytes = 0;
+  constructor(private readonly limit: number) {
+    super();
+  }
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.limit) {
+      callback(tooLarge(this.limit));
+      return;
+    }
+    this.hash.update(chunk);
+    callback(null, chunk);
+  }
+}
+
+interface SpooledFile {
+  tempPath: string;
+  filename: string;
+  size: number;
+  sha256: string;
+}
+
+/**
+ * Streams the single `file` part of a multipart body to a private temporary file, hashing and
+ * counting as it goes. The whole body is capped at the policy's largest size plus framing slack;
+ * the file at the policy's largest size. Either cap stops reading at once (413), so an oversized
+ * or endless body is never consumed, and the temporary file is removed on every failure.
+ */
+async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload: IncomingUpload): Promise<SpooledFile> {
+  const bodyLimit = policy.maxBytes + MULTIPART_SLACK_BYTES;
+  if (upload.contentLength !== undefined && Number(upload.contentLength) > bodyLimit) throw tooLarge(policy.maxBytes);
+  const source = upload.body;
+  if (!source) throw malformed('The request has no body; send multipart/form-data.');
+
+  let parser: Busboy.Busboy;
+  try {
+    parser = Busboy({
+      headers: { 'content-type': upload.contentType ?? '' },
+      // One byte over the cap, so a file of exactly the cap is not flagged; `Digest` enforces it.
+      limits: { files: 1, fileSize: policy.maxBytes + 1, fields: 8, fieldSize: 8 * 1024, parts: 10, headerPairs: 32 },
+    });
+  } catch {
+    throw malformed('Send the file as multipart/form-data with a boundary.');
+  }
+
+  await mkdir(deps.tempDir, { recursive: true, mode: 0o700 });
+  const tempPath = path.join(deps.tempDir, `upload-${randomUUID()}`);
+  const cap = new ByteCap(bodyLimit, () => tooLarge(policy.maxBytes));
+  let writing: Promise<void> | undefined;
+  let digest: Digest | undefined;
+  let filename = '';
+
+  const received = new Promise<void>((resolve, reject) => {
+    let settled = false;
+    // The first failure wins. Reading stops at once; the source is only paused, never destroyed,
+    // so the refusal can still be answered (with `Connection: close`) on the same connection.
+    const fail = (error: Error) => {
+      if (settled) return;
+      settled = true;
+      source.unpipe(cap);
+      source.pause();
+      parser.destroy();
+      reject(error);
+    };
+    const onlyOneFile = () => fail(malformed(`Send exactly one file, in the "${FILE_FIELD}" field.`));
+    parser.on('file', (field, stream, info) => {
+      if (field !== FILE_FIELD || writing) {
+        stream.resume();
+        onlyOneFile();
+        return;
+      }
+      filename = info.filename ?? '';
+      digest = new Digest(policy.maxBytes);
+      stream.on('limit', () => fail(tooLarge(policy.maxBytes)));
+      // Flushed to disk as it arrives, so storing it afterwards does not wait for a full flush.
+      writing = pipeline(stream, digest, new DurableFileWriter(tempPath));
+      writing.catch((error: Error) => fail(error instanceof ServiceError ? error : malformed('The upload failed.')));
+    });
+    parser.on('filesLimit', onlyOneFile);
+    parser.on('partsLimit', () => fail(malformed('The form has too many parts.')));
+    parser.on('error', () => fail(malformed('The multipart body is malformed.')));
+    parser.on('close', () => {
+      if (settled) return;
+      if (!writing) {
+        fail(
+          new ServiceError('VALIDATION_FAILED', `The "${FILE_FIELD}" field with a file is required.`, {
+            errors: [{ path: FILE_FIELD, message: 'is required' }],
+          }),
+        );
+        return;
+      }
+      writing.then(() => {
+        settled = true;
+        resolve();
+      }, fail);
+    });
+    cap.on('error', fail);
+    source.on('error', () => fail(malformed('The upload was interrupted.')));
+    source.on('close', () => {
+      if (!source.readableEnded) fail(malformed('The upload was interrupted.'));
+    });
+  });
+  source.pipe(cap).pipe(parser);
+
+  try {
+    await received;
+    return { tempPath, filename, size: digest?.bytes ?? 0, sha256: digest?.hash.digest('hex') ?? '' };
+  } catch (error) {
+    await writing?.catch(() => undefined);
+    await rm(tempPath, { force: true });
+    if (error instanceof ServiceError && error.code === 'FILE_TOO_LARGE') {
+      deps.logger.info(
+        { requestId: upload.requestId, bytesRead: cap.bytes, limit: policy.maxBytes },
+        'upload refused: too large',
+      );
+    }
+    throw error;
+  }
+}
+
+/**
+ * Receives one upload: stream to a temporary file under a hard cap, let the bytes decide the type
+ * (never the client's name or MIME), check the caller's policy for that type, store the bytes
+ * durably, and only then register their provenance. If registration fails the stored object is
+ * removed again, so there is never an orphan object or a row without bytes.
+ */
+export async function receiveUpload(
+  deps: UploadDependencies,
+  owner: FileOwner,
+  policy: UploadPolicy,
+  upload: IncomingUpload,
+): Promise<StoredFile> {
+  if (!policy.enabled) throw new ServiceError('UPLOADS_DISABLED', 'This agent does not accept attachments.');
+  const spooled = await spoolFile(deps, policy, upload);
+  try {
+    const filename = sanitizeFilename(spooled.filename);
+    const inspection = await inspectFile(spooled.tempPath, { filename, size: spooled.size });
+    const allowed = [...policy.limits.keys()];
+    if (!inspection.accepted) {
+      throw new ServiceError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Unsupported file: ${inspection.reason} (detected ${inspection.detectedType}; allowed: ${allowed.join(', ')}).`,
+      );
+    }
+    const limit = policy.limits.get(inspection.mediaType);
+    if (limit === undefined) {
+      throw new ServiceError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Files of type ${inspection.mediaType} are not accepted here (allowed: ${allowed.join(', ')}).`,
+      );
+    }
+    if (spooled.size > limit) throw tooLarge(limit, `the ${inspection.mediaType} limit`);
+
+    const file: StoredFile = {
+      storagePath: createStoragePath('upload'),
+      kind: 'upload',
+      filename,
+      mediaType: inspection.mediaType,
+      size: spooled.size,
+      sha256: spooled.sha256,
+      createdAt: Date.now(),
+    };
+    try {
+      await deps.storage.putFile(file.storagePath, spooled.tempPath, { contentType: file.mediaType, size: file.size });
+    } catch (error) {
+      deps.logger.error({ requestId: upload.requestId, err: error }, 'storage refused an upload');
+      throw new ServiceError('STORAGE_UNAVAILABLE', 'File storage is unavailable; nothing was stored. Retry later.');
+    }
+    try {
+      await registerStoredFile(deps.db, owner, file);
+    } catch (error) {
+      await deps.storage
+        .delete(file.storagePath)
+        .catch((cleanupError: unknown) =>
+          deps.logger.error(
+            { requestId: upload.requestId, storagePath: file.storagePath, err: cleanupError },
+            'could not remove an unregistered upload',
+          ),
+        );
+      throw error;
+    }
+    return file;
+  } finally {
+    await rm(spooled.tempPath, { force: true });
+  }
+}
