@@ -68,3 +68,13 @@ export class DurableFileWriter extends Writable {
     }
   }
 }
+
+/** Persists directory entry changes (a rename, a new link, a removal) across a crash. */
+export async function syncDirectory(directory: string): Promise<void> {
+  const handle = await open(directory, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

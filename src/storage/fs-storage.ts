@@ -6,14 +6,14 @@ import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '../errors.js';
 import { wellFormedFilename } from './content-disposition.js';
-import { DurableFileWriter } from './durable-file-writer.js';
+import { DurableFileWriter, syncDirectory } from './durable-file-writer.js';
 import {
   type FileStorage,
   type LocalDownloads,
   type SignedDownload,
   StorageObjectNotFoundError,
 } from './file-storage.js';
-import { isStoragePath } from './storage-path.js';
+import { isStoragePath, requireMediaType, requireStoragePath } from './storage-path.js';
 
 export const DEFAULT_DOWNLOAD_ROUTE_PREFIX = '/v1/files/';
 
@@ -36,15 +36,7 @@ export interface FsStorageOptions {
 const CLOCK_SKEW_SECONDS = 60;
 /** Bumped if the signed fields ever change, so old and new URLs cannot be confused. */
 const SIGNATURE_VERSION = 'mordn-download-v1';
-/** An RFC 9110 token: what media types and their parameters are made of. */
-const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-/** `type/subtype` with optional token parameters: anything else could not be a header value. */
-const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=${TOKEN})*$`);
 const EXPIRES = /^\d{1,15}$/;
-
-function requireStoragePath(key: string): void {
-  if (!isStoragePath(key)) throw new TypeError('Refusing a key that is not a storage path.');
-}
 
 function errorCode(error: unknown): string | undefined {
   return error instanceof Error && 'code' in error ? String(error.code) : undefined;
@@ -59,15 +51,6 @@ function invalidLink(): ServiceError {
 function single(query: URLSearchParams, name: string): string | undefined {
   const values = query.getAll(name);
   return values.length === 1 ? values[0] : undefined;
-}
-
-async function syncDirectory(directory: string): Promise<void> {
-  const handle = await open(directory, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /**
@@ -208,7 +191,7 @@ export function createFsStorage(options: FsStorageOptions): { storage: FileStora
 
     async signDownloadUrl(key, { filename, mediaType, expiresInSeconds = urlTtlSeconds }) {
       requireStoragePath(key);
-      if (!MEDIA_TYPE.test(mediaType)) throw new TypeError('mediaType is not a valid media type.');
+      requireMediaType(mediaType);
       if (!(expiresInSeconds > 0)) throw new TypeError('expiresInSeconds must be positive.');
       const lifetime = Math.min(Math.ceil(expiresInSeconds), urlTtlSeconds);
       const expires = String(nowSeconds() + lifetime);

@@ -13,7 +13,7 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { attachmentDisposition } from './content-disposition.js';
 import { type FileStorage, StorageObjectNotFoundError } from './file-storage.js';
-import { isStoragePath } from './storage-path.js';
+import { requireMediaType, requireStoragePath } from './storage-path.js';
 
 export interface S3ClientOptions {
   region: string;
@@ -36,11 +36,6 @@ export interface S3StorageOptions extends Omit<S3ClientOptions, 'credentials'> {
   now?: () => number;
 }
 
-/** An RFC 9110 token: what media types and their parameters are made of. */
-const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-/** `type/subtype` with optional token parameters: anything else could not be a header value. */
-const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=${TOKEN})*$`);
-
 /** The SDK would otherwise print some warnings with `console`, past the service's log scrubbing. */
 const SILENT_LOGGER = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
@@ -62,10 +57,6 @@ export function createS3Client(options: S3ClientOptions): S3Client {
     responseChecksumValidation: 'WHEN_REQUIRED',
     logger: SILENT_LOGGER,
   });
-}
-
-function requireStoragePath(key: string): void {
-  if (!isStoragePath(key)) throw new TypeError('Refusing a key that is not a storage path.');
 }
 
 function isMissingObject(error: unknown): boolean {
@@ -169,7 +160,7 @@ export function createS3Storage(options: S3StorageOptions): FileStorage {
 
     async signDownloadUrl(key, { filename, mediaType, expiresInSeconds = urlTtlSeconds }) {
       requireStoragePath(key);
-      if (!MEDIA_TYPE.test(mediaType)) throw new TypeError('mediaType is not a valid media type.');
+      requireMediaType(mediaType);
       if (!(expiresInSeconds > 0)) throw new TypeError('expiresInSeconds must be positive.');
       const command = new GetObjectCommand({
         Bucket: bucket,

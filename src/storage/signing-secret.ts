@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
 import { copyFile, link, mkdir, open, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { syncDirectory } from './durable-file-writer.js';
 
 /** File name of the generated secret inside the data directory. */
 export const SIGNING_SECRET_FILE = 'signing-secret';
@@ -32,16 +33,6 @@ async function readSecret(file: string): Promise<string | undefined> {
     );
   }
   return secret;
-}
-
-/** Persists a directory entry change (a new link) across a crash. */
-async function syncDirectory(directory: string): Promise<void> {
-  const handle = await open(directory, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /**
