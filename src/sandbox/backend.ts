@@ -1,0 +1,112 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * A sandbox backend runs commands and file operations inside one workspace's isolation boundary.
+ * Workspaces are named by an opaque id the service assigns (never a user-supplied value); paths
+ * are relative to the workspace root (`/workspace` inside the sandbox).
+ *
+ * Implementations: `bwrap` (embedded default) and, later, `docker`. Both must pass the backend
+ * contract suite in `test/support/sandbox-backend-contract.ts`.
+ */
+export interface SandboxBackend {
+  readonly kind: 'bwrap' | 'docker';
+
+  /**
+   * Readiness: runs a real, trivial sandboxed command and throws if the backend cannot currently
+   * run one. No workspace is created or touched.
+   */
+  probe(): Promise<void>;
+
+  /** Creates the workspace's storage if it does not exist yet; idempotent. Returns its placement. */
+  ensureWorkspace(workspaceId: string): Promise<{ placement: string }>;
+
+  /** Deletes a workspace and everything in it; a missing one is fine. */
+  removeWorkspace(workspaceId: string): Promise<void>;
+
+  /**
+   * Runs `sh -c command` in the workspace (cwd `/workspace`). On timeout or abort the whole
+   * process tree is killed. stdout and stderr are each capped at `maxOutputBytes` while
+   * streaming (the rest is read and dropped, never buffered).
+   */
+  exec(workspaceId: string, options: ExecOptions): Promise<ExecResult>;
+
+  /** Entries of a directory (no recursion), refusing symlinks on the way. */
+  listFiles(workspaceId: string, path: string, options: { maxEntries: number }): Promise<ListResult>;
+
+  /**
+   * Opens a regular file for reading (no symlink anywhere on its path). Fails with `TOO_LARGE`
+   * when the file is larger than `maxBytes`, before streaming anything.
+   */
+  openFile(workspaceId: string, path: string, options: { maxBytes: number }): Promise<{ size: number; body: Readable }>;
+
+  /**
+   * Writes a regular file (creating parent directories), replacing an existing regular file
+   * unless `exclusive`. Refuses symlinks anywhere on the path and writes past `maxBytes`.
+   */
+  writeFile(
+    workspaceId: string,
+    path: string,
+    body: Readable,
+    options: { maxBytes: number; exclusive?: boolean },
+  ): Promise<{ size: number }>;
+
+  /** Total bytes of regular files in the workspace (for the byte quota). */
+  usage(workspaceId: string): Promise<{ bytes: number }>;
+}
+
+export interface ExecOptions {
+  command: string;
+  timeoutMs: number;
+  /** Aborting kills the process tree, exactly like a timeout. */
+  signal?: AbortSignal;
+  /** Cap per stream (stdout, stderr). */
+  maxOutputBytes: number;
+}
+
+export interface ExecResult {
+  /** Null when the process was killed. */
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  /** Whether either stream was cut at `maxOutputBytes`. */
+  truncated: boolean;
+  timedOut: boolean;
+  aborted: boolean;
+  durationMs: number;
+}
+
+export interface DirectoryEntry {
+  name: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  /** Bytes, for regular files; 0 otherwise. */
+  size: number;
+}
+
+export interface ListResult {
+  entries: DirectoryEntry[];
+  /** More entries existed than `maxEntries`. */
+  truncated: boolean;
+}
+
+export type WorkspaceFileErrorCode =
+  | 'INVALID_PATH'
+  | 'NOT_FOUND'
+  | 'NOT_A_FILE'
+  | 'NOT_A_DIRECTORY'
+  | 'SYMLINK'
+  | 'TOO_LARGE'
+  | 'EXISTS';
+
+/**
+ * A refused file operation, with a stable code and a message safe to show the model (it never
+ * names host paths).
+ */
+export class WorkspaceFileError extends Error {
+  constructor(
+    readonly code: WorkspaceFileErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WorkspaceFileError';
+  }
+}
