@@ -66,16 +66,31 @@ function isMissingObject(error: unknown): boolean {
 }
 
 /** Passes `body` through, failing as soon as it is longer than `size` or when it ends shorter. */
+/**
+ * Passes exactly `size` bytes or fails. The latest chunk is held back until the next one arrives
+ * or the body ends, so a body that turns out longer fails before S3 has received every declared
+ * byte: the PUT can then never complete, and no truncated object can appear.
+ */
 function exactLength(size: number): Transform {
   let received = 0;
+  let held: Buffer | undefined;
   return new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       received += chunk.length;
-      if (received > size) callback(new Error(`The body is longer than its declared ${size} bytes.`));
-      else callback(null, chunk);
+      if (received > size) {
+        callback(new Error(`The body is longer than its declared ${size} bytes.`));
+        return;
+      }
+      const previous = held;
+      held = chunk;
+      callback(null, previous);
     },
     flush(callback) {
-      callback(received === size ? null : new Error(`The body is ${received} bytes, not the declared ${size}.`));
+      if (received !== size) {
+        callback(new Error(`The body is ${received} bytes, not the declared ${size}.`));
+        return;
+      }
+      callback(null, held);
     },
   });
 }
