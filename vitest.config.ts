@@ -2,8 +2,10 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * Three projects: pure unit tests beside the code (`src/**`), and the integration suite (`test/**`)
- * run once on SQLite and once on PostgreSQL, selected by MORDN_TEST_DATABASE.
+ * run once on SQLite and once on PostgreSQL, selected by MORDN_TEST_DATABASE. Suites that touch
+ * no database (the sandbox backend contract) run in the SQLite project only.
  */
+const DATABASE_FREE = ['test/sandbox-bwrap.test.ts'];
 export default defineConfig({
   test: {
     testTimeout: 20_000,
@@ -19,6 +21,7 @@ export default defineConfig({
         test: {
           name: 'postgres',
           include: ['test/**/*.test.ts'],
+          exclude: DATABASE_FREE,
           env: { MORDN_TEST_DATABASE: 'postgres' },
           globalSetup: ['test/support/postgres-global-setup.ts'],
         },

@@ -1,10 +1,12 @@
 import { benchHealth } from './health.js';
+import { benchSandbox } from './sandbox.js';
 import { benchUploads } from './uploads.js';
 
 /** `npm run bench -- <name>…`; with no name, every benchmark runs. */
 const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   health: () => benchHealth(),
   uploads: () => benchUploads(),
+  sandbox: () => benchSandbox(),
 };
 
 const requested = process.argv.slice(2);

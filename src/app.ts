@@ -5,6 +5,7 @@ import { registerDocsRoutes } from '../routes/docs.js';
 import { registerFileRoutes } from '../routes/files.js';
 import { registerHealthRoutes } from '../routes/health.js';
 import { registerMeRoutes } from '../routes/me.js';
+import { registerSandboxRoutes } from '../routes/sandbox.js';
 import { registerUploadRoutes } from '../routes/uploads.js';
 import type { AppDependencies } from './dependencies.js';
 import { ServiceError } from './errors.js';
@@ -33,6 +34,7 @@ export function createApp(deps: AppDependencies): MordnApp {
   registerMeRoutes(app, deps);
   registerBootstrapRoutes(app, deps);
   registerUploadRoutes(app, deps);
+  registerSandboxRoutes(app, deps);
   if (deps.localDownloads) registerFileRoutes(app, deps.localDownloads);
   if (deps.config.adminToken) registerAdminRoutes(app, deps, deps.config.adminToken);
 

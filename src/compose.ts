@@ -4,6 +4,8 @@ import type { AppDependencies } from './dependencies.js';
 import { createLifecycle } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import { createHttpMetrics } from './metrics.js';
+import { createSandboxRuntime } from './sandbox/create-sandbox.js';
+import type { ToolAuthorizer } from './sandbox/execution-policy.js';
 import { createStorage } from './storage/create-storage.js';
 
 export interface ComposeOptions {
@@ -12,7 +14,10 @@ export interface ComposeOptions {
   database?: Database;
   /** Add Node's process metrics to `/metrics` (the service does; tests do not). */
   processMetrics?: boolean;
+  /** Replaces the sandbox backend's cached readiness (tests count or flip it). */
   sandboxReadiness?: () => Promise<boolean>;
+  /** The execution policy's custom hook, run before every tool call. */
+  authorizeToolCall?: ToolAuthorizer;
 }
 
 export interface ComposedDependencies extends AppDependencies {
@@ -28,6 +33,11 @@ export async function composeDependencies(config: Config, options: ComposeOption
   const database = options.database ?? (await openDatabase(config.database));
   try {
     const { storage, localDownloads } = await createStorage(config);
+    const runtime = createSandboxRuntime(config, {
+      logger: options.logger,
+      ...(options.authorizeToolCall ? { authorize: options.authorizeToolCall } : {}),
+    });
+    const sandbox = runtime && options.sandboxReadiness ? { ...runtime, isReady: options.sandboxReadiness } : runtime;
     return {
       config,
       database,
@@ -36,8 +46,20 @@ export async function composeDependencies(config: Config, options: ComposeOption
       lifecycle: createLifecycle(),
       storage,
       ...(localDownloads ? { localDownloads } : {}),
-      ...(options.sandboxReadiness ? { sandboxReadiness: options.sandboxReadiness } : {}),
-      readinessChecks: [{ name: 'storage', check: () => storage.check() }],
+      ...(sandbox ? { sandbox } : {}),
+      readinessChecks: [
+        { name: 'storage', check: () => storage.check() },
+        ...(sandbox
+          ? [
+              {
+                name: 'sandbox',
+                check: async () => {
+                  if (!(await sandbox.isReady())) throw new Error('sandbox backend is not ready');
+                },
+              },
+            ]
+          : []),
+      ],
       close: async () => {
         if (!options.database) await database.close();
       },

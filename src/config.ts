@@ -25,6 +25,47 @@ export type StorageConfig =
   | { kind: 'fs' }
   | { kind: 's3'; bucket: string; region: string; endpoint?: string; forcePathStyle: boolean };
 
+/** The six curated sandbox tools, in the order they are listed to models. */
+export const SANDBOX_TOOL_NAMES = [
+  'sandbox_exec',
+  'sandbox_list_files',
+  'sandbox_read_file',
+  'sandbox_write_file',
+  'sandbox_import_file',
+  'sandbox_publish_file',
+] as const;
+export type SandboxToolName = (typeof SANDBOX_TOOL_NAMES)[number];
+
+/** Operator policy for managed sandboxes. Every limit can only be lowered from its ceiling. */
+export interface SandboxConfig {
+  /** The operator switch: nothing opens without it. */
+  enabled: boolean;
+  backend: 'bwrap' | 'docker';
+  /** When set, only these tenants may use sandboxes. */
+  allowedTenants?: string[];
+  /** When set, only these tools may run (the execution policy's allow-list). */
+  allowedTools?: SandboxToolName[];
+  /** Default and maximum `sandbox_exec` timeout (the maximum is at most 120 s). */
+  execTimeoutSeconds: number;
+  maxExecTimeoutSeconds: number;
+  /** Bytes of tool output per response (at most 1 MiB). */
+  maxOutputBytes: number;
+  /** Bytes a workspace may hold before writes are refused. */
+  workspaceMaxBytes: number;
+  /** Idle days after which a workspace is deleted; 0 keeps workspaces forever. */
+  retentionDays: number;
+  /** Concurrent tool calls per workspace. */
+  maxConcurrentCalls: number;
+  /** Tool calls per user per minute. */
+  callsPerMinute: number;
+  /** Extra patterns redacted from every tool result (regular expressions). */
+  redactPatterns: RegExp[];
+  /** Per-process limits inside the sandbox. */
+  memoryBytes: number;
+  processes: number;
+  tmpBytes: number;
+}
+
 /** The operator's configuration, parsed once at start-up and passed to whatever needs it. */
 export interface Config {
   port: number;
@@ -54,7 +95,7 @@ export interface Config {
   /** Bearer token for `/v1/admin/*`; the admin routes do not exist without it. */
   adminToken?: string;
   model?: ModelConfig;
-  sandbox: { enabled: boolean; backend: 'bwrap' | 'docker' };
+  sandbox: SandboxConfig;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** How long in-flight requests may run after SIGTERM/SIGINT before connections are cut. */
   shutdownTimeoutMs: number;
@@ -157,6 +198,19 @@ const EnvironmentSchema = z.object({
   MORDN_MODEL_API_KEY: optionalString,
   MORDN_SANDBOX_ENABLED: booleanFlag(false),
   MORDN_SANDBOX_BACKEND: choice(['bwrap', 'docker'], 'bwrap'),
+  MORDN_SANDBOX_TENANTS: optionalString,
+  MORDN_SANDBOX_TOOLS: optionalString,
+  MORDN_SANDBOX_EXEC_TIMEOUT_SECONDS: integer(30, 1, 120),
+  MORDN_SANDBOX_MAX_EXEC_TIMEOUT_SECONDS: integer(120, 1, 120),
+  MORDN_SANDBOX_MAX_OUTPUT_BYTES: integer(1024 * 1024, 1024, 1024 * 1024),
+  MORDN_SANDBOX_WORKSPACE_MAX_BYTES: integer(1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
+  MORDN_SANDBOX_RETENTION_DAYS: integer(30, 0, 3650),
+  MORDN_SANDBOX_MAX_CONCURRENT_CALLS: integer(2, 1, 64),
+  MORDN_SANDBOX_CALLS_PER_MINUTE: integer(60, 1, 10_000),
+  MORDN_SANDBOX_REDACT_PATTERNS: optionalString,
+  MORDN_SANDBOX_MEMORY_BYTES: integer(2 * 1024 * 1024 * 1024, 64 * 1024 * 1024, 64 * 1024 * 1024 * 1024),
+  MORDN_SANDBOX_PROCESSES: integer(256, 8, 4096),
+  MORDN_SANDBOX_TMP_BYTES: integer(64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
   MORDN_LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   MORDN_SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000),
 });
@@ -229,6 +283,61 @@ function parseUploadTypes(environment: Environment, problems: Problem[]): Upload
   return [...new Set(types)] as UploadMediaType[];
 }
 
+function parseList(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const items = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+  return items.length > 0 ? [...new Set(items)] : undefined;
+}
+
+function parseSandbox(environment: Environment, problems: Problem[]): SandboxConfig {
+  const tools = parseList(environment.MORDN_SANDBOX_TOOLS);
+  const unknownTools = tools?.filter((tool) => !(SANDBOX_TOOL_NAMES as readonly string[]).includes(tool)) ?? [];
+  if (unknownTools.length > 0) {
+    problems.push({
+      variable: 'MORDN_SANDBOX_TOOLS',
+      message: `must list tools from ${SANDBOX_TOOL_NAMES.join(', ')} (unknown: ${unknownTools.join(', ')})`,
+    });
+  }
+  let redactPatterns: RegExp[] = [];
+  if (environment.MORDN_SANDBOX_REDACT_PATTERNS !== undefined) {
+    try {
+      const patterns: unknown = JSON.parse(environment.MORDN_SANDBOX_REDACT_PATTERNS);
+      if (!Array.isArray(patterns) || !patterns.every((pattern) => typeof pattern === 'string' && pattern !== '')) {
+        throw new Error('not an array of strings');
+      }
+      redactPatterns = patterns.map((pattern: string) => new RegExp(pattern, 'g'));
+    } catch {
+      problems.push({
+        variable: 'MORDN_SANDBOX_REDACT_PATTERNS',
+        message: 'must be a JSON array of regular expressions, e.g. ["sk-[A-Za-z0-9]{20,}"]',
+      });
+    }
+  }
+  const maxExecTimeoutSeconds = environment.MORDN_SANDBOX_MAX_EXEC_TIMEOUT_SECONDS;
+  return {
+    enabled: environment.MORDN_SANDBOX_ENABLED,
+    backend: environment.MORDN_SANDBOX_BACKEND,
+    ...(environment.MORDN_SANDBOX_TENANTS !== undefined
+      ? { allowedTenants: parseList(environment.MORDN_SANDBOX_TENANTS) ?? [] }
+      : {}),
+    ...(tools && unknownTools.length === 0 ? { allowedTools: tools as SandboxToolName[] } : {}),
+    execTimeoutSeconds: Math.min(environment.MORDN_SANDBOX_EXEC_TIMEOUT_SECONDS, maxExecTimeoutSeconds),
+    maxExecTimeoutSeconds,
+    maxOutputBytes: environment.MORDN_SANDBOX_MAX_OUTPUT_BYTES,
+    workspaceMaxBytes: environment.MORDN_SANDBOX_WORKSPACE_MAX_BYTES,
+    retentionDays: environment.MORDN_SANDBOX_RETENTION_DAYS,
+    maxConcurrentCalls: environment.MORDN_SANDBOX_MAX_CONCURRENT_CALLS,
+    callsPerMinute: environment.MORDN_SANDBOX_CALLS_PER_MINUTE,
+    redactPatterns,
+    memoryBytes: environment.MORDN_SANDBOX_MEMORY_BYTES,
+    processes: environment.MORDN_SANDBOX_PROCESSES,
+    tmpBytes: environment.MORDN_SANDBOX_TMP_BYTES,
+  };
+}
+
 function parsePublicUrl(environment: Environment, problems: Problem[]): string {
   const url = environment.MORDN_PUBLIC_URL;
   if (url === undefined) return `http://127.0.0.1:${environment.PORT}`;
@@ -281,7 +390,7 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
     },
     ...(parsed.MORDN_ADMIN_TOKEN ? { adminToken: parsed.MORDN_ADMIN_TOKEN } : {}),
     ...(model ? { model } : {}),
-    sandbox: { enabled: parsed.MORDN_SANDBOX_ENABLED, backend: parsed.MORDN_SANDBOX_BACKEND },
+    sandbox: parseSandbox(parsed, problems),
     logLevel: parsed.MORDN_LOG_LEVEL,
     shutdownTimeoutMs: parsed.MORDN_SHUTDOWN_TIMEOUT_MS,
     secretValues: collectSecrets(environment, parsed.DATABASE_URL),

@@ -4,7 +4,18 @@ import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import type { HttpMetrics } from './metrics.js';
 import type { ReadinessCheck } from './readiness.js';
+import type { SandboxBackend } from './sandbox/backend.js';
+import type { ToolAuthorizer } from './sandbox/execution-policy.js';
 import type { FileStorage, LocalDownloads } from './storage/file-storage.js';
+
+/** The sandbox backend with its cached readiness and the operator's custom authorization hook. */
+export interface SandboxRuntime {
+  backend: SandboxBackend;
+  /** Cached readiness (see `createCachedProbe`): never provisions anything. */
+  isReady(): Promise<boolean>;
+  /** Runs before every tool call, after the allow-list; a throw or `false` denies (fail closed). */
+  authorize?: ToolAuthorizer;
+}
 
 /**
  * Everything the HTTP app needs, built by `src/main.ts` (or by a test with temporary parts) and
@@ -20,8 +31,8 @@ export interface AppDependencies {
   storage: FileStorage;
   /** The signed-download endpoint for storage without URLs of its own (`fs`). */
   localDownloads?: LocalDownloads;
-  /** Cached readiness of the sandbox backend, for the managed-sandbox gate. */
-  sandboxReadiness?: () => Promise<boolean>;
+  /** Managed sandboxes, present when the operator enables them. */
+  sandbox?: SandboxRuntime;
   /** Extra readiness checks besides the database (storage, sandbox backend). */
   readinessChecks?: ReadinessCheck[];
 }

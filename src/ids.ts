@@ -5,6 +5,8 @@ export const ID_PREFIX = {
   tenant: 'ten',
   agent: 'agt',
   apiKey: 'key',
+  workspace: 'ws',
+  lease: 'lease',
 } as const;
 
 /**

@@ -2,6 +2,7 @@ import { createApp } from './app.js';
 import { composeDependencies } from './compose.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { startRetentionSweeper } from './sandbox/retention.js';
 import { startServer } from './server.js';
 
 /**
@@ -29,6 +30,14 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
   const logger = createLogger({ level: config.logLevel, secrets: config.secretValues });
   const deps = await composeDependencies(config, { logger, processMetrics: true });
   const app = createApp(deps);
+  const stopSweeper = deps.sandbox
+    ? startRetentionSweeper({
+        db: deps.database.db,
+        backend: deps.sandbox.backend,
+        logger,
+        retentionDays: config.sandbox.retentionDays,
+      })
+    : undefined;
   const server = await startServer({ fetch: app.fetch, host: config.host, port: config.port, logger });
   logger.info(
     {
@@ -47,6 +56,7 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
     stopping = true;
     logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down');
     deps.lifecycle.startDraining();
+    stopSweeper?.();
     try {
       await server.close(config.shutdownTimeoutMs);
       await deps.close();

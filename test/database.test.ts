@@ -24,12 +24,12 @@ describe(`database layer (${testDialect()})`, () => {
 
   it('records applied migrations and re-applies nothing on the next start', async () => {
     const applied = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(database.db);
-    expect(applied.rows.map((row) => row.name)).toEqual(['0001-initial', '0002-stored-files']);
+    expect(applied.rows.map((row) => row.name)).toEqual(['0001-initial', '0002-stored-files', '0003-workspaces']);
     await migrateToLatest(database.db, database.dialect);
     const second = await target.open();
     await second.close();
     const again = await sql<{ name: string }>`select name from kysely_migration`.execute(database.db);
-    expect(again.rows).toHaveLength(2);
+    expect(again.rows).toHaveLength(3);
   });
 
   it('reads epoch-millisecond bigints back as numbers', async () => {

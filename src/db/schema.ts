@@ -55,10 +55,39 @@ export interface StoredFilesTable {
   created_at: number;
 }
 
+export interface WorkspacesTable {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  user_id: string;
+  backend: string;
+  placement: string | null;
+  created_at: number;
+  last_used_at: number;
+  bytes: Generated<number>;
+  /** Bumped to serialise lease decisions on this workspace across replicas. */
+  lease_epoch: Generated<number>;
+}
+
+export interface WorkspaceLeasesTable {
+  id: string;
+  workspace_id: string;
+  expires_at: number;
+}
+
+export interface RateLimitWindowsTable {
+  key: string;
+  window_start: number;
+  count: number;
+}
+
 export interface DatabaseSchema {
   tenants: TenantsTable;
   agents: AgentsTable;
   api_keys: ApiKeysTable;
   agent_configs: AgentConfigsTable;
   stored_files: StoredFilesTable;
+  workspaces: WorkspacesTable;
+  workspace_leases: WorkspaceLeasesTable;
+  rate_limit_windows: RateLimitWindowsTable;
 }

@@ -1,7 +1,7 @@
 import type { AgentConfig } from '../agents/config-schema.js';
 import { isSandboxEnabled } from '../agents/config-schema.js';
 import { isAnonymousUserId } from '../auth/user-id.js';
-import type { Config } from '../config.js';
+import type { SandboxConfig } from '../config.js';
 
 /** The two public booleans of `GET /v1/sandbox/status`. */
 export interface SandboxStatus {
@@ -12,26 +12,45 @@ export interface SandboxStatus {
 }
 
 export interface SandboxGateDependencies {
-  operator: Config['sandbox'];
+  operator: SandboxConfig;
   /**
    * Whether the sandbox backend is ready (a cached probe: no side effects). Consulted only for
-   * agents that are enabled and allowed by the operator, so disabled agents cost nothing.
+   * agents the operator allows, so disabled agents cost nothing. Absent means no backend: closed.
    */
-  backendReady?: () => Promise<boolean>;
+  isBackendReady?: () => Promise<boolean>;
+}
+
+export interface SandboxCaller {
+  /** The agent's **published** config; a draft never opens the gate. */
+  publishedConfig: AgentConfig;
+  tenantId: string;
+  userId: string;
 }
 
 /**
- * The managed-sandbox gate, used by every path that depends on it (status, upload policy,
- * bootstrap hints, tool calls). Only the **published** config counts; the operator switch and
- * backend readiness must agree, and the user must be signed in (never `anon:`). Evaluated afresh
- * on every call: nothing here is cached.
+ * The managed-sandbox gate, the one function behind every path that depends on it (status,
+ * upload policy, bootstrap hints, every tool call). Open only when the published config enables
+ * sandboxes, the operator switch is on, the tenant is allowed, the user is signed in (never
+ * `anon:`) and the backend is ready. Evaluated afresh on every call.
  */
 export async function evaluateSandboxGate(
   deps: SandboxGateDependencies,
-  caller: { publishedConfig: AgentConfig; userId: string },
+  caller: SandboxCaller,
 ): Promise<SandboxStatus> {
   const enabled = isSandboxEnabled(caller.publishedConfig);
-  if (!enabled || !deps.operator.enabled || isAnonymousUserId(caller.userId)) return { enabled, available: false };
-  const ready = deps.backendReady ? await deps.backendReady() : true;
-  return { enabled, available: ready };
+  const allowedByOperator =
+    deps.operator.enabled &&
+    (deps.operator.allowedTenants === undefined || deps.operator.allowedTenants.includes(caller.tenantId)) &&
+    !isAnonymousUserId(caller.userId);
+  if (!enabled || !allowedByOperator || !deps.isBackendReady) return { enabled, available: false };
+  return { enabled, available: await deps.isBackendReady() };
+}
+
+/** The gate's dependencies as the app holds them. */
+export function sandboxGateDependencies(deps: {
+  config: { sandbox: SandboxConfig };
+  sandbox?: { isReady(): Promise<boolean> };
+}): SandboxGateDependencies {
+  const runtime = deps.sandbox;
+  return { operator: deps.config.sandbox, ...(runtime ? { isBackendReady: () => runtime.isReady() } : {}) };
 }

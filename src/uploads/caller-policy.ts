@@ -2,7 +2,7 @@ import { getEffectiveConfig } from '../agents/agent-configs.js';
 import type { AgentConfig } from '../agents/config-schema.js';
 import type { AgentPrincipal } from '../auth/permissions.js';
 import type { AppDependencies } from '../dependencies.js';
-import { evaluateSandboxGate, type SandboxStatus } from '../sandbox/gate.js';
+import { evaluateSandboxGate, type SandboxStatus, sandboxGateDependencies } from '../sandbox/gate.js';
 import { resolveUploadPolicy, type UploadPolicy } from './upload-policy.js';
 
 export interface CallerUploadPolicy {
@@ -16,14 +16,15 @@ export interface CallerUploadPolicy {
  * gate (so the managed document set is offered only while it is open) and the operator's limits.
  */
 export async function resolveCallerUploadPolicy(
-  deps: Pick<AppDependencies, 'config' | 'database' | 'sandboxReadiness'>,
+  deps: Pick<AppDependencies, 'config' | 'database' | 'sandbox'>,
   principal: AgentPrincipal,
 ): Promise<CallerUploadPolicy> {
   const publishedConfig = await getEffectiveConfig(deps.database.db, principal.agentId);
-  const sandbox = await evaluateSandboxGate(
-    { operator: deps.config.sandbox, ...(deps.sandboxReadiness ? { backendReady: deps.sandboxReadiness } : {}) },
-    { publishedConfig, userId: principal.userId },
-  );
+  const sandbox = await evaluateSandboxGate(sandboxGateDependencies(deps), {
+    publishedConfig,
+    tenantId: principal.tenantId,
+    userId: principal.userId,
+  });
   return {
     publishedConfig,
     sandbox,

@@ -3,9 +3,11 @@ import { createApp, type MordnApp } from '../../src/app.js';
 import { composeDependencies } from '../../src/compose.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/database.js';
+import type { AppDependencies } from '../../src/dependencies.js';
 import type { Lifecycle } from '../../src/lifecycle.js';
 import { createLogger } from '../../src/logger.js';
 import type { HttpMetrics } from '../../src/metrics.js';
+import type { ToolAuthorizer } from '../../src/sandbox/execution-policy.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import { createTestDatabase, type TestDatabaseTarget } from './database.js';
 
@@ -18,6 +20,8 @@ export interface TestService {
   database: Database & { target: TestDatabaseTarget };
   metrics: HttpMetrics;
   lifecycle: Lifecycle;
+  /** Everything the app was built from. */
+  deps: AppDependencies;
   /** Every log line written so far, raw (as it would reach stdout). */
   logs: string[];
   /** Sends a request to the service over real HTTP. */
@@ -32,6 +36,8 @@ export interface StartTestServiceOptions {
   extendApp?: (app: MordnApp, database: Database) => void;
   /** The sandbox backend's readiness, for the managed-sandbox gate. */
   sandboxReadiness?: () => Promise<boolean>;
+  /** The execution policy's custom hook. */
+  authorizeToolCall?: ToolAuthorizer;
 }
 
 /**
@@ -67,6 +73,7 @@ export async function startTestService(options: StartTestServiceOptions = {}): P
     logger,
     database,
     ...(options.sandboxReadiness ? { sandboxReadiness: options.sandboxReadiness } : {}),
+    ...(options.authorizeToolCall ? { authorizeToolCall: options.authorizeToolCall } : {}),
   });
   app = createApp(deps);
   options.extendApp?.(app, database);
@@ -77,6 +84,7 @@ export async function startTestService(options: StartTestServiceOptions = {}): P
     database,
     metrics: deps.metrics,
     lifecycle: deps.lifecycle,
+    deps,
     logs,
     fetch: (path, init) => fetch(`${server.url}${path}`, init),
     close: async () => {

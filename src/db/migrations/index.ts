@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as initial from './0001-initial.js';
 import * as storedFiles from './0002-stored-files.js';
+import * as workspaces from './0003-workspaces.js';
 
 /**
  * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
@@ -9,6 +10,7 @@ import * as storedFiles from './0002-stored-files.js';
 const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-stored-files': storedFiles,
+  '0003-workspaces': workspaces,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,199 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import type { SandboxBackend } from '../src/sandbox/backend.js';
+import { createBwrapBackend } from '../src/sandbox/bwrap/bwrap-backend.js';
+import { type BenchServer, median, startBenchServer } from './support.js';
+
+const ADMIN_TOKEN = 'bench-admin-token-0123456789';
+
+async function adminJson(base: string, method: string, pathname: string, body?: unknown) {
+  const response = await request(`${base}${pathname}`, {
+    method: method as 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return response.body.json() as Promise<Record<string, string>>;
+}
+
+/** An agent (sandboxes published on or off) with a read+write key. */
+async function provisionAgent(base: string, sandboxEnabled: boolean): Promise<string> {
+  const tenant = await adminJson(base, 'POST', '/v1/admin/tenants', { name: 'bench' });
+  const agent = await adminJson(base, 'POST', `/v1/admin/tenants/${tenant.id}/agents`, { name: 'bench' });
+  await adminJson(base, 'PUT', `/v1/admin/agents/${agent.id}/config`, {
+    schemaVersion: 1,
+    runtime: { sandbox: { enabled: sandboxEnabled } },
+  });
+  await adminJson(base, 'POST', `/v1/admin/agents/${agent.id}/config/publish`);
+  return (await adminJson(base, 'POST', `/v1/admin/agents/${agent.id}/keys`, { permissions: ['read', 'write'] }))
+    .key as string;
+}
+
+const dispatcher = new Agent({ connections: 4 });
+
+async function timed(send: () => Promise<number>): Promise<number> {
+  const started = performance.now();
+  const status = await send();
+  const elapsed = performance.now() - started;
+  if (status !== 200) throw new Error(`request answered ${status}`);
+  return elapsed;
+}
+
+function mcpCall(base: string, key: string, user: string, name: string, args: Record<string, unknown>) {
+  return async () => {
+    const response = await request(`${base}/v1/sandbox/mcp`, {
+      method: 'POST',
+      dispatcher,
+      headers: {
+        authorization: `Bearer ${key}`,
+        'x-chat-user': user,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+    });
+    const body = (await response.body.json()) as { result?: { isError?: boolean } };
+    if (name === 'sandbox_exec' && body.result?.isError) throw new Error(`tool failed: ${JSON.stringify(body)}`);
+    return response.statusCode;
+  };
+}
+
+/**
+ * The floor for one exec: the same bwrap sandbox (same isolation, limits and, for a root service,
+ * the same privilege drop) spawned directly from Node in this process — no HTTP, MCP, database or
+ * workspace bookkeeping.
+ */
+async function bareBwrapRun(backend: SandboxBackend): Promise<number> {
+  const started = performance.now();
+  const result = await backend.exec('bench-bare', { command: 'true', timeoutMs: 10_000, maxOutputBytes: 1024 });
+  if (result.exitCode !== 0) throw new Error(`bare sandbox exited ${result.exitCode}`);
+  return performance.now() - started;
+}
+
+async function rssKiB(server: BenchServer): Promise<number> {
+  const status = await readFile(`/proc/${server.child.pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN);
+}
+
+/**
+ * Managed sandbox overheads, each against a baseline measured in the same run:
+ * - warm `sandbox_exec` of `true` over MCP vs a bare bwrap spawn of the same sandbox from Node
+ *   (target ≤ 1.3×);
+ * - a no-op `tools/call` (refused by the gate: auth, rate limit, gate, MCP round trip) vs a plain
+ *   JSON POST (`/v1/uploads/resign` for a missing path) (target ≤ 2×);
+ * - the first call into a new workspace (target ≤ 20 ms p50, beyond the same call when warm);
+ * - RSS of the service across 10k MCP calls (target: flat).
+ */
+export async function benchSandbox(options: { samples?: number; memoryCalls?: number } = {}) {
+  const samples = options.samples ?? 200;
+  const memoryCalls = options.memoryCalls ?? 10_000;
+  const server = await startBenchServer('mordn', {
+    MORDN_ADMIN_TOKEN: ADMIN_TOKEN,
+    MORDN_SANDBOX_ENABLED: 'true',
+    MORDN_SANDBOX_CALLS_PER_MINUTE: '10000',
+    MORDN_SANDBOX_MAX_CONCURRENT_CALLS: '64',
+  });
+  const scratch = await mkdtemp(path.join(tmpdir(), 'mordn-bench-bwrap-'));
+  const bareBackend = createBwrapBackend({ workspacesDir: scratch });
+  await bareBackend.ensureWorkspace('bench-bare');
+  try {
+    const base = `http://127.0.0.1:${server.port}`;
+    const enabledKey = await provisionAgent(base, true);
+    const disabledKey = await provisionAgent(base, false);
+
+    // Warm exec over MCP vs bare bwrap.
+    const execTrue = mcpCall(base, enabledKey, 'bench-user', 'sandbox_exec', { command: 'true' });
+    for (let index = 0; index < 20; index += 1) {
+      await execTrue();
+      await bareBwrapRun(bareBackend);
+    }
+    const overMcp: number[] = [];
+    const bare: number[] = [];
+    for (let index = 0; index < samples; index += 1) {
+      overMcp.push(await timed(execTrue));
+      bare.push(await bareBwrapRun(bareBackend));
+    }
+
+    // No-op tools/call vs plain JSON POST.
+    const noOp = mcpCall(base, disabledKey, 'bench-user', 'sandbox_exec', { command: 'true' });
+    const plainPost = async () => {
+      const response = await request(`${base}/v1/uploads/resign`, {
+        method: 'POST',
+        dispatcher,
+        headers: {
+          authorization: `Bearer ${enabledKey}`,
+          'x-chat-user': 'bench-user',
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ storagePath: 'uploads/00000000000000000000000000000000' }),
+      });
+      await response.body.arrayBuffer();
+      return response.statusCode === 404 ? 200 : response.statusCode;
+    };
+    for (let index = 0; index < 100; index += 1) {
+      await noOp();
+      await plainPost();
+    }
+    const noOpTimes: number[] = [];
+    const plainTimes: number[] = [];
+    for (let index = 0; index < samples * 2; index += 1) {
+      noOpTimes.push(await timed(noOp));
+      plainTimes.push(await timed(plainPost));
+    }
+
+    // First call into a new workspace vs the same call warm.
+    const first: number[] = [];
+    const warm: number[] = [];
+    for (let index = 0; index < 50; index += 1) {
+      const user = `first-${index}`;
+      first.push(await timed(mcpCall(base, enabledKey, user, 'sandbox_list_files', {})));
+      warm.push(await timed(mcpCall(base, enabledKey, user, 'sandbox_list_files', {})));
+    }
+
+    // Memory across many MCP calls (no-op calls: the MCP path itself, not sandbox processes).
+    const rss: Array<{ calls: number; rssMiB: number }> = [{ calls: 0, rssMiB: (await rssKiB(server)) / 1024 }];
+    for (let call = 1; call <= memoryCalls; call += 1) {
+      await noOp();
+      if (call % 2_000 === 0) rss.push({ calls: call, rssMiB: (await rssKiB(server)) / 1024 });
+    }
+
+    const execRatio = median(overMcp) / median(bare);
+    const noOpRatio = median(noOpTimes) / median(plainTimes);
+    const firstExtra = median(first) - median(warm);
+    console.log(`\nSandbox: medians of ${samples} sequential calls (bwrap backend, SQLite)`);
+    console.table([
+      { measure: 'bare bwrap sandbox running `true` (in-process)', 'median ms': median(bare).toFixed(2) },
+      {
+        measure: 'sandbox_exec `true` over MCP (warm)',
+        'median ms': median(overMcp).toFixed(2),
+        ratio: `${execRatio.toFixed(3)}× (≤ 1.3×)`,
+      },
+      { measure: 'plain JSON POST (/v1/uploads/resign)', 'median ms': median(plainTimes).toFixed(2) },
+      {
+        measure: 'no-op tools/call (gate refuses)',
+        'median ms': median(noOpTimes).toFixed(2),
+        ratio: `${noOpRatio.toFixed(3)}× (≤ 2×)`,
+      },
+      { measure: 'sandbox_list_files, warm workspace', 'median ms': median(warm).toFixed(2) },
+      {
+        measure: 'sandbox_list_files, first call (new workspace)',
+        'median ms': median(first).toFixed(2),
+        ratio: `+${firstExtra.toFixed(2)} ms`,
+      },
+    ]);
+    console.log(
+      `first call into a new workspace: ${median(first).toFixed(2)} ms p50 (target ≤ 20 ms) ${median(first) <= 20 ? 'MET' : 'NOT MET'}`,
+    );
+    console.log(`\nService RSS across ${memoryCalls} MCP calls:`);
+    console.table(rss.map((point) => ({ calls: point.calls, 'RSS MiB': point.rssMiB.toFixed(1) })));
+    const growth = (rss.at(-1)?.rssMiB ?? 0) - (rss[1]?.rssMiB ?? 0);
+    console.log(`growth from 2k to ${memoryCalls} calls: ${growth.toFixed(1)} MiB`);
+    return { execRatio, noOpRatio, firstMs: median(first), growthMiB: growth };
+  } finally {
+    await server.stop();
+    await bareBackend.removeWorkspace('bench-bare').catch(() => undefined);
+    await rm(scratch, { recursive: true, force: true });
+    await dispatcher.close();
+  }
+}

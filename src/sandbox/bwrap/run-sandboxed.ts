@@ -1,0 +1,232 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
+import { type HostUser, type SandboxShape, STAGE_MOUNT, sandboxArguments, stagingPrefix } from './bwrap-arguments.js';
+import { createPidsCgroup, type PidsCgroup, type PidsCgroupParent } from './pids-cgroup.js';
+
+export type { HostUser } from './bwrap-arguments.js';
+
+/** How to start one sandbox. */
+export interface LaunchOptions {
+  bwrapPath: string;
+  shape: SandboxShape;
+  /** What runs inside, after `--` (already wrapped in its resource limits). */
+  command: readonly string[];
+  /** Whether the caller writes to the command's stdin (otherwise it reads /dev/null). */
+  stdin: boolean;
+  /** When the service is root: stage the sandbox and run its bwrap as this user (see `stagingPrefix`). */
+  hostUser?: HostUser;
+  /** Put the sandbox into a fresh pids cgroup below this parent. */
+  cgroupParent?: PidsCgroupParent;
+  /** The cgroup's ceiling, for the command's own processes (bwrap's two are added to it). */
+  processes: number;
+}
+
+/** How a sandbox ended. */
+export interface SandboxExit {
+  /** The command's exit status; undefined when it never ran or was killed before reporting one. */
+  exitCode: number | undefined;
+  /** Whether `kill()` was called before the sandbox was gone. */
+  killed: boolean;
+}
+
+/** A running sandbox. Its stdout and stderr must be consumed, or it stalls on a full pipe. */
+export interface SandboxProcess {
+  readonly stdin: Writable | null;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /**
+   * Kills the whole sandbox: SIGKILL to bwrap's process group; bwrap's init inside dies with it
+   * (`--die-with-parent`), and with the init of a PID namespace the kernel kills every process
+   * in it, however it detached (`setsid`, `nohup`, double fork). Safe to call at any time.
+   */
+  kill(): void;
+  /** Settles once every process of the sandbox is gone (and its cgroup removed). */
+  readonly exited: Promise<SandboxExit>;
+}
+
+/** bwrap's status fd carries two small JSON lines; anything longer is not bwrap talking. */
+const MAX_STATUS_BYTES = 64 * 1024;
+/** After a kill, how long to wait for the pipes to close before closing our ends. */
+const CLOSE_GRACE_MS = 5_000;
+
+interface StatusReader {
+  /** The PID (host view) of bwrap's child inside the namespaces, once reported. */
+  childPid: Promise<number | undefined>;
+  /** The command's exit status; present only when bwrap finished setup and started it. */
+  exitCode(): number | undefined;
+}
+
+function readStatus(stream: Readable): StatusReader {
+  let buffered = '';
+  let exitCode: number | undefined;
+  let resolveChild: (pid: number | undefined) => void = () => undefined;
+  const childPid = new Promise<number | undefined>((resolve) => {
+    resolveChild = resolve;
+  });
+  stream.setEncoding('utf8');
+  stream.on('data', (text: string) => {
+    if (buffered.length > MAX_STATUS_BYTES) return;
+    buffered += text;
+    for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      try {
+        const status = JSON.parse(line) as { 'child-pid'?: unknown; 'exit-code'?: unknown };
+        if (typeof status['child-pid'] === 'number') resolveChild(status['child-pid']);
+        if (typeof status['exit-code'] === 'number') exitCode = status['exit-code'];
+      } catch {
+        // Not a status line; ignore it.
+      }
+    }
+  });
+  stream.on('close', () => resolveChild(undefined));
+  stream.on('error', () => resolveChild(undefined));
+  return { childPid, exitCode: () => exitCode };
+}
+
+function ignoreErrors(stream: unknown): void {
+  if (stream && typeof stream === 'object' && 'on' in stream && typeof stream.on === 'function') {
+    stream.on('error', () => undefined);
+  }
+}
+
+/** Resolves once the child runs, rejects when it could not be executed (ENOENT, EACCES, …). */
+function spawned(child: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onSpawn = () => {
+      child.off('error', onError);
+      resolve();
+    };
+    const onError = (error: Error) => {
+      child.off('spawn', onSpawn);
+      reject(error);
+    };
+    child.once('spawn', onSpawn);
+    child.once('error', onError);
+  });
+}
+
+/**
+ * Starts one bwrap sandbox (behind the staging bwrap when `hostUser` is set). bwrap gets a
+ * near-empty environment (only `PATH`, to find it) and its own process group (`detached`), so it
+ * can be killed as a whole. When a pids cgroup is available, the sandbox is held (`--block-fd`)
+ * until bwrap and the sandbox's init are in the cgroup, so nothing the command forks can be born
+ * outside it.
+ *
+ * @throws when bwrap cannot be executed (the error's `code` is `ENOENT`, `EACCES`, …).
+ */
+export async function launchSandbox(options: LaunchOptions): Promise<SandboxProcess> {
+  const firstDataFd = 3;
+  const { hostUser, shape } = options;
+  const staging = hostUser ? stagingPrefix(shape.layout, shape.workspaceDirectory, options.bwrapPath, hostUser) : [];
+  const { arguments: shapeArguments, dataFiles } = sandboxArguments(
+    hostUser ? { ...shape, workspaceDirectory: STAGE_MOUNT } : shape,
+    firstDataFd,
+  );
+  const statusFd = firstDataFd + dataFiles.length;
+  const blockFd = statusFd + 1;
+  let cgroup: PidsCgroup | undefined;
+  if (options.cgroupParent) cgroup = await createPidsCgroup(options.cgroupParent, options.processes + 2);
+
+  const argumentList = [
+    ...staging,
+    ...shapeArguments,
+    ...['--json-status-fd', String(statusFd)],
+    ...(cgroup ? ['--block-fd', String(blockFd)] : []),
+    '--',
+    ...options.command,
+  ];
+  let child: ChildProcess;
+  try {
+    child = spawn(options.bwrapPath, argumentList, {
+      cwd: '/',
+      detached: true,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      stdio: [
+        options.stdin ? 'pipe' : 'ignore',
+        'pipe',
+        'pipe',
+        ...dataFiles.map(() => 'pipe' as const),
+        'pipe',
+        ...(cgroup ? ['pipe' as const] : []),
+      ],
+    });
+  } catch (error) {
+    await cgroup?.remove();
+    throw error;
+  }
+  // Errors after start (a pipe closed early, say) surface through 'close'; never as a crash.
+  child.on('error', () => undefined);
+  for (const stream of child.stdio) ignoreErrors(stream);
+  const status = readStatus(child.stdio[statusFd] as Readable);
+  // Taken over at once: Node resumes (and so drops) stdio nobody listens to when the child exits,
+  // which can happen before the caller gets to read (bwrap failing while we place it, say).
+  const stdout = (child.stdout as Readable).pipe(new PassThrough());
+  const stderr = (child.stderr as Readable).pipe(new PassThrough());
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  let exited = false;
+  let killed = false;
+  child.once('exit', () => {
+    exited = true;
+  });
+
+  const kill = () => {
+    if (exited) return;
+    killed = true;
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  };
+
+  try {
+    await spawned(child);
+    dataFiles.forEach((data, index) => {
+      (child.stdio[firstDataFd + index] as Writable).end(data);
+    });
+    if (cgroup) {
+      const childPid = await status.childPid;
+      // No child pid means bwrap failed before creating the sandbox: nothing to place.
+      if (childPid !== undefined && child.pid !== undefined) {
+        await cgroup.add(child.pid);
+        await cgroup.add(childPid);
+      }
+      (child.stdio[blockFd] as Writable).end('1');
+    }
+  } catch (error) {
+    kill();
+    // Unread output would hold 'close' back.
+    stdout.resume();
+    stderr.resume();
+    if (child.pid !== undefined) await closed;
+    await cgroup?.remove();
+    throw error;
+  }
+
+  const finished = (async (): Promise<SandboxExit> => {
+    let grace: NodeJS.Timeout | undefined;
+    const afterKill = () => {
+      grace ??= setTimeout(() => {
+        for (const stream of child.stdio) (stream as Readable | Writable | null)?.destroy();
+        stdout.end();
+        stderr.end();
+      }, CLOSE_GRACE_MS);
+    };
+    child.once('exit', () => {
+      if (killed) afterKill();
+    });
+    await closed;
+    clearTimeout(grace);
+    await cgroup?.remove();
+    return { exitCode: killed ? undefined : status.exitCode(), killed };
+  })();
+
+  return {
+    stdin: child.stdin,
+    stdout,
+    stderr,
+    kill,
+    exited: finished,
+  };
+}

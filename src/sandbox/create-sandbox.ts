@@ -1,0 +1,40 @@
+import path from 'node:path';
+import type { Config } from '../config.js';
+import type { SandboxRuntime } from '../dependencies.js';
+import type { Logger } from '../logger.js';
+import type { SandboxBackend } from './backend.js';
+import { createBwrapBackend } from './bwrap/bwrap-backend.js';
+import type { ToolAuthorizer } from './execution-policy.js';
+import { createCachedProbe } from './readiness-probe.js';
+
+/** How long a readiness probe result is trusted before it is refreshed in the background. */
+const PROBE_TTL_MS = 15_000;
+
+function createBackend(config: Config): SandboxBackend {
+  const { sandbox } = config;
+  if (sandbox.backend === 'docker') {
+    throw new Error('MORDN_SANDBOX_BACKEND=docker: the docker backend is not available in this version; use bwrap.');
+  }
+  return createBwrapBackend({
+    workspacesDir: path.join(config.dataDir, 'workspaces'),
+    limits: { memoryBytes: sandbox.memoryBytes, processes: sandbox.processes, tmpBytes: sandbox.tmpBytes },
+  });
+}
+
+/**
+ * The managed-sandbox runtime when the operator enables it, `undefined` otherwise (the gate then
+ * stays closed). Readiness is a cached probe that runs a real sandboxed command.
+ */
+export function createSandboxRuntime(
+  config: Config,
+  options: { logger: Logger; authorize?: ToolAuthorizer; backend?: SandboxBackend },
+): SandboxRuntime | undefined {
+  if (!config.sandbox.enabled) return undefined;
+  const backend = options.backend ?? createBackend(config);
+  const probe = createCachedProbe(() => backend.probe(), { ttlMs: PROBE_TTL_MS, logger: options.logger });
+  return {
+    backend,
+    isReady: () => probe.isReady(),
+    ...(options.authorize ? { authorize: options.authorize } : {}),
+  };
+}

@@ -1,0 +1,171 @@
+import path from 'node:path';
+import type { Kysely } from 'kysely';
+import { getEffectiveConfig } from '../agents/agent-configs.js';
+import type { AgentPrincipal } from '../auth/permissions.js';
+import { type Config, SANDBOX_TOOL_NAMES, type SandboxToolName } from '../config.js';
+import type { DatabaseSchema } from '../db/schema.js';
+import type { SandboxRuntime } from '../dependencies.js';
+import { ServiceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { FileStorage } from '../storage/file-storage.js';
+import { authorizeToolCall } from './execution-policy.js';
+import { evaluateSandboxGate, sandboxGateDependencies } from './gate.js';
+import { consumeRateLimit } from './rate-limit.js';
+import { sandboxToolDefinitions } from './tools/definitions.js';
+import { dispatchSandboxTool } from './tools/dispatch.js';
+import { toToolError } from './tools/file-tools.js';
+import type { ToolContext, ToolErrorCode } from './tools/tool-context.js';
+import {
+  acquireWorkspaceLease,
+  ensureWorkspaceRecord,
+  recordWorkspaceUse,
+  releaseWorkspaceLease,
+  type Workspace,
+} from './workspaces.js';
+
+export interface SandboxCallDependencies {
+  db: Kysely<DatabaseSchema>;
+  config: Config;
+  sandbox: SandboxRuntime | undefined;
+  storage: FileStorage;
+  logger: Logger;
+}
+
+/** Why a call may not run, reported to the model as an `isError` result. */
+export type Refusal = { code: ToolErrorCode; message: string };
+
+export type Admission =
+  | { kind: 'refused'; refusal: Refusal }
+  /** Unknown tool or invalid arguments: the MCP layer reports it; nothing is touched. */
+  | { kind: 'unchecked' }
+  | { kind: 'admitted'; tool: SandboxToolName; workspace: Workspace; runtime: SandboxRuntime; leaseId: string };
+
+const RATE_WINDOW_MS = 60_000;
+
+function isToolName(value: unknown): value is SandboxToolName {
+  return typeof value === 'string' && (SANDBOX_TOOL_NAMES as readonly string[]).includes(value);
+}
+
+/**
+ * Decides whether a live `tools/call` may run, in order: the per-user rate limit (429), the full
+ * managed-sandbox gate (published config, operator, tenant, user, backend), input validation, the
+ * execution policy (allow-list, then the custom hook; fails closed), and a concurrency slot in
+ * the caller's workspace (429). Only an admitted call provisions anything: the workspace record is
+ * created here, lazily, by the first admitted call.
+ */
+export async function admitToolCall(
+  deps: SandboxCallDependencies,
+  principal: AgentPrincipal,
+  params: { name?: unknown; arguments?: unknown },
+): Promise<Admission> {
+  const operator = deps.config.sandbox;
+  const rate = await consumeRateLimit(
+    deps.db,
+    `sandbox-calls:${JSON.stringify([principal.tenantId, principal.agentId, principal.userId])}`,
+    { limit: operator.callsPerMinute, windowMs: RATE_WINDOW_MS },
+  );
+  if (!rate.allowed) {
+    throw new ServiceError(
+      'RATE_LIMITED',
+      `Too many sandbox tool calls: at most ${operator.callsPerMinute} per minute per user.`,
+      { headers: { 'Retry-After': String(rate.retryAfterSeconds) } },
+    );
+  }
+
+  const publishedConfig = await getEffectiveConfig(deps.db, principal.agentId);
+  const status = await evaluateSandboxGate(sandboxGateDependencies(deps), {
+    publishedConfig,
+    tenantId: principal.tenantId,
+    userId: principal.userId,
+  });
+  const runtime = deps.sandbox;
+  if (!status.available || !runtime) {
+    return {
+      kind: 'refused',
+      refusal: {
+        code: 'SANDBOX_UNAVAILABLE',
+        message: status.enabled
+          ? 'Managed sandboxes are unavailable right now.'
+          : 'Managed sandboxes are not enabled for this agent: enable and publish them first.',
+      },
+    };
+  }
+
+  if (!isToolName(params.name)) return { kind: 'unchecked' };
+  const definition = sandboxToolDefinitions(operator).find((candidate) => candidate.name === params.name);
+  const parsed = definition?.inputSchema.safeParse(params.arguments ?? {});
+  if (!parsed?.success) return { kind: 'unchecked' };
+
+  const decision = await authorizeToolCall(operator, runtime.authorize, {
+    tool: params.name,
+    input: parsed.data as Record<string, unknown>,
+    principal,
+  });
+  if (!decision.allowed) return { kind: 'refused', refusal: { code: 'POLICY_DENIED', message: decision.reason } };
+
+  const owner = { tenantId: principal.tenantId, agentId: principal.agentId, userId: principal.userId };
+  const workspace = await ensureWorkspaceRecord(deps.db, owner, runtime.backend.kind);
+  const leaseId = await acquireWorkspaceLease(deps.db, workspace.id, {
+    max: operator.maxConcurrentCalls,
+    // Longest a call can run, plus room for file transfers; a crashed replica frees its slots then.
+    ttlMs: (operator.maxExecTimeoutSeconds + 60) * 1000,
+  });
+  if (!leaseId) {
+    throw new ServiceError(
+      'RATE_LIMITED',
+      `This workspace is already running ${operator.maxConcurrentCalls} calls; retry when one finishes.`,
+      { headers: { 'Retry-After': '1' } },
+    );
+  }
+  return { kind: 'admitted', tool: params.name, workspace, runtime, leaseId };
+}
+
+export type ToolOutcome = { ok: true; result: unknown } | { ok: false; error: Refusal };
+
+/**
+ * Runs an admitted call in the caller's own workspace and always releases its slot. Failures
+ * come back as stable codes; nothing from an unexpected error reaches the model.
+ */
+export async function runAdmittedCall(
+  deps: SandboxCallDependencies,
+  admission: Extract<Admission, { kind: 'admitted' }>,
+  principal: AgentPrincipal,
+  input: Record<string, unknown>,
+  call: { signal: AbortSignal; requestId: string },
+): Promise<ToolOutcome> {
+  const { runtime, workspace } = admission;
+  try {
+    const { placement } = await runtime.backend.ensureWorkspace(workspace.id);
+    const context: ToolContext = {
+      backend: runtime.backend,
+      workspace,
+      owner: { tenantId: principal.tenantId, agentId: principal.agentId, userId: principal.userId },
+      db: deps.db,
+      storage: deps.storage,
+      logger: deps.logger,
+      requestId: call.requestId,
+      limits: deps.config.sandbox,
+      publishMaxBytes: deps.config.uploads.managedMaxBytes,
+      tempDir: path.join(deps.config.dataDir, 'tmp'),
+      signal: call.signal,
+    };
+    const result = await dispatchSandboxTool(context, admission.tool, input);
+    const changesBytes = admission.tool !== 'sandbox_list_files' && admission.tool !== 'sandbox_read_file';
+    const bytes = changesBytes ? (await runtime.backend.usage(workspace.id)).bytes : undefined;
+    await recordWorkspaceUse(deps.db, workspace.id, { placement, ...(bytes === undefined ? {} : { bytes }) });
+    return { ok: true, result };
+  } catch (error) {
+    const toolError = toToolError(
+      call.signal.aborted ? Object.assign(new Error('aborted'), { name: 'AbortError' }) : error,
+    );
+    if (toolError.code === 'INTERNAL') {
+      deps.logger.error({ requestId: call.requestId, tool: admission.tool, err: error }, 'sandbox tool failed');
+    }
+    await recordWorkspaceUse(deps.db, workspace.id).catch(() => undefined);
+    return { ok: false, error: { code: toolError.code, message: toolError.message } };
+  } finally {
+    await releaseWorkspaceLease(deps.db, admission.leaseId).catch((error: unknown) =>
+      deps.logger.warn({ requestId: call.requestId, err: error }, 'could not release a workspace lease'),
+    );
+  }
+}

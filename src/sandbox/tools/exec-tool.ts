@@ -1,0 +1,25 @@
+import type { ExecResult } from '../backend.js';
+import type { ToolContext } from './tool-context.js';
+
+/**
+ * Runs the command with the caller's timeout (default and ceiling from the operator). Each output
+ * stream gets a quarter of the response budget: JSON escaping can inflate text, and the whole
+ * result must stay within it.
+ */
+export async function execCommand(
+  context: ToolContext,
+  input: { command: string; timeoutSeconds?: number | undefined },
+): Promise<Omit<ExecResult, 'aborted'>> {
+  const timeoutSeconds = Math.min(
+    input.timeoutSeconds ?? context.limits.execTimeoutSeconds,
+    context.limits.maxExecTimeoutSeconds,
+  );
+  const result = await context.backend.exec(context.workspace.id, {
+    command: input.command,
+    timeoutMs: timeoutSeconds * 1000,
+    signal: context.signal,
+    maxOutputBytes: Math.floor(context.limits.maxOutputBytes / 4),
+  });
+  const { aborted: _aborted, ...visible } = result;
+  return visible;
+}

@@ -1,0 +1,57 @@
+import type { Kysely } from 'kysely';
+import type { SandboxConfig } from '../../config.js';
+import type { DatabaseSchema } from '../../db/schema.js';
+import type { Logger } from '../../logger.js';
+import type { FileStorage } from '../../storage/file-storage.js';
+import type { FileOwner } from '../../uploads/file-registry.js';
+import type { SandboxBackend } from '../backend.js';
+import type { Workspace } from '../workspaces.js';
+
+/** Everything a tool needs for one call, already scoped to the caller's own workspace. */
+export interface ToolContext {
+  backend: SandboxBackend;
+  workspace: Workspace;
+  owner: FileOwner;
+  db: Kysely<DatabaseSchema>;
+  storage: FileStorage;
+  logger: Logger;
+  requestId: string;
+  limits: SandboxConfig;
+  /** Byte ceiling of a published file (the operator's managed upload ceiling). */
+  publishMaxBytes: number;
+  /** A private host directory for bytes in transit. */
+  tempDir: string;
+  /** Aborted when the HTTP request is; kills running processes. */
+  signal: AbortSignal;
+}
+
+/** A stable, model-facing error code of a failed tool call. */
+export type ToolErrorCode =
+  | 'INVALID_INPUT'
+  | 'INVALID_PATH'
+  | 'NOT_FOUND'
+  | 'NOT_A_FILE'
+  | 'NOT_A_DIRECTORY'
+  | 'SYMLINK'
+  | 'TOO_LARGE'
+  | 'EXISTS'
+  | 'NOT_TEXT'
+  | 'QUOTA_EXCEEDED'
+  | 'UPLOAD_NOT_FOUND'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'POLICY_DENIED'
+  | 'SANDBOX_UNAVAILABLE'
+  | 'ABORTED'
+  | 'STORAGE_UNAVAILABLE'
+  | 'INTERNAL';
+
+/** A tool failure: it becomes an `isError` result, never a success and never a file. */
+export class ToolError extends Error {
+  constructor(
+    readonly code: ToolErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}

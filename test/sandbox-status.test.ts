@@ -1,0 +1,134 @@
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeAgentAuth } from './support/agent-auth-suite.js';
+import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
+import { readJson } from './support/json.js';
+import { callTool, connectSdkClient } from './support/mcp.js';
+import { agentHeaders, startTestService, type TestService } from './support/service.js';
+
+const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
+
+async function workspaceState(service: TestService) {
+  const rows = await service.database.db.selectFrom('workspaces').select('id').execute();
+  const directories = await readdir(path.join(service.config.dataDir, 'workspaces')).catch(() => []);
+  return { rows: rows.length, directories: directories.length };
+}
+
+async function status(service: TestService, fixture: AgentFixture, userId = 'user-1') {
+  const response = await service.fetch('/v1/sandbox/status', { headers: agentHeaders(fixture.key, userId) });
+  expect(response.status).toBe(200);
+  return readJson(response);
+}
+
+describe('GET /v1/sandbox/status with the operator switch on', () => {
+  let service: TestService;
+  let enabled: AgentFixture;
+  let disabled: AgentFixture;
+  let excludedTenant: AgentFixture;
+
+  beforeAll(async () => {
+    service = await startTestService({ environment: { MORDN_SANDBOX_ENABLED: 'true' } });
+    enabled = await createAgentFixture(service.database.db, { published: ENABLED });
+    disabled = await createAgentFixture(service.database.db);
+    excludedTenant = await createAgentFixture(service.database.db, { published: ENABLED });
+  });
+  afterAll(() => service.close());
+
+  describeAgentAuth(
+    {
+      method: 'GET',
+      path: '/v1/sandbox/status',
+      permission: 'read',
+      rejectsAnonymous: true,
+      effects: () => workspaceState(service),
+    },
+    () => ({ service, fixture: enabled }),
+  );
+
+  it('answers exactly {enabled, available} and provisions nothing', async () => {
+    const before = await workspaceState(service);
+    expect(await status(service, enabled)).toStrictEqual({ enabled: true, available: true });
+    expect(await status(service, disabled)).toStrictEqual({ enabled: false, available: false });
+    expect(await workspaceState(service)).toEqual(before);
+  });
+
+  it('ignores an enabled draft: only the published config counts', async () => {
+    const { saveDraftConfig } = await import('../src/agents/agent-configs.js');
+    await saveDraftConfig(service.database.db, disabled.agentId, ENABLED);
+    expect(await status(service, disabled)).toStrictEqual({ enabled: false, available: false });
+  });
+
+  it('keeps a closed gate closed for tools: no workspace, an isError result', async () => {
+    const before = await workspaceState(service);
+    const client = await connectSdkClient(service, disabled.key);
+    try {
+      const result = await callTool(client, 'sandbox_exec', { command: 'touch /workspace/should-not-exist' });
+      expect(result).toEqual({
+        isError: true,
+        value: { error: { code: 'SANDBOX_UNAVAILABLE', message: expect.any(String) } },
+      });
+    } finally {
+      await client.close();
+    }
+    expect(await workspaceState(service)).toEqual(before);
+  });
+
+  it('honours the tenant allow-list', async () => {
+    const restricted = await startTestService({
+      environment: { MORDN_SANDBOX_ENABLED: 'true', MORDN_SANDBOX_TENANTS: 'ten_someone_else' },
+    });
+    try {
+      const fixture = await createAgentFixture(restricted.database.db, { published: ENABLED });
+      expect(await status(restricted, fixture)).toStrictEqual({ enabled: true, available: false });
+      const client = await connectSdkClient(restricted, fixture.key);
+      try {
+        const result = await callTool(client, 'sandbox_exec', { command: 'true' });
+        expect(result.value.error.code).toBe('SANDBOX_UNAVAILABLE');
+      } finally {
+        await client.close();
+      }
+      expect(await workspaceState(restricted)).toEqual({ rows: 0, directories: 0 });
+    } finally {
+      await restricted.close();
+    }
+    expect(excludedTenant.tenantId).toMatch(/^ten_/);
+  });
+
+  it('reports unavailable while the backend is not ready', async () => {
+    let ready = false;
+    const flaky = await startTestService({
+      environment: { MORDN_SANDBOX_ENABLED: 'true' },
+      sandboxReadiness: async () => ready,
+    });
+    try {
+      const fixture = await createAgentFixture(flaky.database.db, { published: ENABLED });
+      expect(await status(flaky, fixture)).toStrictEqual({ enabled: true, available: false });
+      ready = true;
+      expect(await status(flaky, fixture)).toStrictEqual({ enabled: true, available: true });
+    } finally {
+      await flaky.close();
+    }
+  });
+});
+
+describe('GET /v1/sandbox/status with the operator switch off', () => {
+  it('is enabled but never available, and tools do nothing', async () => {
+    const service = await startTestService();
+    try {
+      const fixture = await createAgentFixture(service.database.db, { published: ENABLED });
+      expect(await status(service, fixture)).toStrictEqual({ enabled: true, available: false });
+      const client = await connectSdkClient(service, fixture.key);
+      try {
+        expect((await callTool(client, 'sandbox_exec', { command: 'true' })).value.error.code).toBe(
+          'SANDBOX_UNAVAILABLE',
+        );
+      } finally {
+        await client.close();
+      }
+      expect(await workspaceState(service)).toEqual({ rows: 0, directories: 0 });
+    } finally {
+      await service.close();
+    }
+  });
+});
