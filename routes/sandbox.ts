@@ -18,8 +18,8 @@ import { type Admission, admitToolCall, runAdmittedCall } from '../src/sandbox/t
 import { sandboxToolDefinitions } from '../src/sandbox/tools/definitions.js';
 import { releaseWorkspaceLease } from '../src/sandbox/workspaces.js';
 
-/** MCP messages are small; tool inputs (a written file) are at most 1 MiB of text. */
-const MCP_BODY_LIMIT = 1024 * 1024 + 64 * 1024;
+/** Every MCP request body, chunked or not, is at most 1 MiB. */
+const MCP_BODY_LIMIT = 1024 * 1024;
 
 const StatusSchema = z.object({ enabled: z.boolean(), available: z.boolean() }).strict().openapi('SandboxStatus');
 

@@ -128,7 +128,10 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
       settled = true;
       source.unpipe(cap);
       source.pause();
-      parser.destroy();
+      cap.unpipe(parser);
+      // Busboy emits `limit` from inside its own write and touches the file stream right after:
+      // destroying it synchronously here would crash that write.
+      setImmediate(() => parser.destroy());
       reject(error);
     };
     const onlyOneFile = () => fail(malformed(`Send exactly one file, in the "${FILE_FIELD}" field.`));
