@@ -40,7 +40,14 @@ async function timed(send: () => Promise<number>): Promise<number> {
   return elapsed;
 }
 
-function mcpCall(base: string, key: string, user: string, name: string, args: Record<string, unknown>) {
+function mcpCall(
+  base: string,
+  key: string,
+  user: string,
+  name: string,
+  args: Record<string, unknown>,
+  expect: 'success' | 'refusal' = 'success',
+) {
   return async () => {
     const response = await request(`${base}/v1/sandbox/mcp`, {
       method: 'POST',
@@ -54,7 +61,9 @@ function mcpCall(base: string, key: string, user: string, name: string, args: Re
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
     });
     const body = (await response.body.json()) as { result?: { isError?: boolean } };
-    if (name === 'sandbox_exec' && body.result?.isError) throw new Error(`tool failed: ${JSON.stringify(body)}`);
+    if ((body.result?.isError === true) !== (expect === 'refusal')) {
+      throw new Error(`unexpected tool result: ${JSON.stringify(body)}`);
+    }
     return response.statusCode;
   };
 }
@@ -116,7 +125,7 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
     }
 
     // No-op tools/call vs plain JSON POST.
-    const noOp = mcpCall(base, disabledKey, 'bench-user', 'sandbox_exec', { command: 'true' });
+    const noOp = mcpCall(base, disabledKey, 'bench-user', 'sandbox_exec', { command: 'true' }, 'refusal');
     const plainPost = async () => {
       const response = await request(`${base}/v1/uploads/resign`, {
         method: 'POST',
@@ -142,14 +151,18 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
       plainTimes.push(await timed(plainPost));
     }
 
-    // First call into a new workspace vs the same call warm.
+    // First call into a new workspace vs the same call warm (exec of `true`: the cheapest call
+    // that starts a sandbox).
     const first: number[] = [];
     const warm: number[] = [];
-    for (let index = 0; index < 50; index += 1) {
-      const user = `first-${index}`;
-      first.push(await timed(mcpCall(base, enabledKey, user, 'sandbox_list_files', {})));
-      warm.push(await timed(mcpCall(base, enabledKey, user, 'sandbox_list_files', {})));
+    const users = Array.from({ length: 50 }, (_, index) => `first-${index}`);
+    for (const user of users) {
+      first.push(await timed(mcpCall(base, enabledKey, user, 'sandbox_exec', { command: 'true' })));
+      // Let the new workspace's first usage measurement (off the request path) finish.
+      await new Promise((resolve) => setTimeout(resolve, 150));
     }
+    for (const user of users)
+      warm.push(await timed(mcpCall(base, enabledKey, user, 'sandbox_exec', { command: 'true' })));
 
     // Memory across many MCP calls (no-op calls: the MCP path itself, not sandbox processes).
     const rss: Array<{ calls: number; rssMiB: number }> = [{ calls: 0, rssMiB: (await rssKiB(server)) / 1024 }];
@@ -175,15 +188,15 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
         'median ms': median(noOpTimes).toFixed(2),
         ratio: `${noOpRatio.toFixed(3)}× (≤ 2×)`,
       },
-      { measure: 'sandbox_list_files, warm workspace', 'median ms': median(warm).toFixed(2) },
+      { measure: 'sandbox_exec `true`, second call (warm workspace)', 'median ms': median(warm).toFixed(2) },
       {
-        measure: 'sandbox_list_files, first call (new workspace)',
+        measure: 'sandbox_exec `true`, first call (new workspace)',
         'median ms': median(first).toFixed(2),
-        ratio: `+${firstExtra.toFixed(2)} ms`,
+        ratio: `provisioning ${firstExtra >= 0 ? '+' : ''}${firstExtra.toFixed(2)} ms`,
       },
     ]);
     console.log(
-      `first call into a new workspace: ${median(first).toFixed(2)} ms p50 (target ≤ 20 ms) ${median(first) <= 20 ? 'MET' : 'NOT MET'}`,
+      `first call into a new workspace: ${median(first).toFixed(2)} ms p50, provisioning ${firstExtra.toFixed(2)} ms of it (target ≤ 20 ms p50) ${median(first) <= 20 ? 'MET' : 'NOT MET'}`,
     );
     console.log(`\nService RSS across ${memoryCalls} MCP calls:`);
     console.table(rss.map((point) => ({ calls: point.calls, 'RSS MiB': point.rssMiB.toFixed(1) })));

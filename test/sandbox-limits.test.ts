@@ -235,3 +235,39 @@ describe('retention', () => {
     }
   });
 });
+
+describe('workspace byte quota', () => {
+  it('refuses writes and imports past the quota, while commands can still clean up', async () => {
+    const service = await startTestService({
+      environment: { MORDN_SANDBOX_ENABLED: 'true', MORDN_SANDBOX_WORKSPACE_MAX_BYTES: String(1024 * 1024) },
+    });
+    try {
+      const fixture = await createAgentFixture(service.database.db, { published: ENABLED });
+      const client = await connectSdkClient(service, fixture.key, 'erin');
+      try {
+        const filled = await callTool(client, 'sandbox_exec', { command: 'head -c 1000000 /dev/zero > big.bin' });
+        expect(filled.value.exitCode).toBe(0);
+        const refused = await callTool(client, 'sandbox_write_file', {
+          path: 'note.txt',
+          content: 'x'.repeat(100_000),
+        });
+        expect(refused.value.error.code).toBe('QUOTA_EXCEEDED');
+        expect(
+          (await callTool(client, 'sandbox_list_files', {})).value.entries.map((entry: { name: string }) => entry.name),
+        ).toEqual(['big.bin']);
+        expect((await callTool(client, 'sandbox_exec', { command: 'rm big.bin' })).value.exitCode).toBe(0);
+        const accepted = await callTool(client, 'sandbox_write_file', {
+          path: 'note.txt',
+          content: 'x'.repeat(100_000),
+        });
+        expect(accepted.value).toEqual({ path: 'note.txt', size: 100_000 });
+        const row = await service.database.db.selectFrom('workspaces').select('bytes').executeTakeFirstOrThrow();
+        expect(row.bytes).toBe(100_000);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await service.close();
+    }
+  });
+});

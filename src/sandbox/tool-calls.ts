@@ -18,8 +18,8 @@ import type { ToolContext, ToolErrorCode } from './tools/tool-context.js';
 import {
   acquireWorkspaceLease,
   ensureWorkspaceRecord,
+  finishWorkspaceCall,
   recordWorkspaceUse,
-  releaseWorkspaceLease,
   type Workspace,
 } from './workspaces.js';
 
@@ -120,6 +120,26 @@ export async function admitToolCall(
   return { kind: 'admitted', tool: params.name, workspace, runtime, leaseId };
 }
 
+/** When this process last started measuring each workspace's usage. */
+const lastMeasured = new Map<string, number>();
+const MEASURE_INTERVAL_MS = 30_000;
+
+/**
+ * After a command ran, its workspace's size is measured off the request path, at most every
+ * 30 s per workspace: the caller does not wait for it, and every quota check measures afresh
+ * anyway. The stored figure is for reports and the operator's view.
+ */
+function refreshUsageInBackground(deps: SandboxCallDependencies, runtime: SandboxRuntime, workspaceId: string): void {
+  const now = Date.now();
+  if (now - (lastMeasured.get(workspaceId) ?? 0) < MEASURE_INTERVAL_MS) return;
+  lastMeasured.set(workspaceId, now);
+  if (lastMeasured.size > 10_000) lastMeasured.clear();
+  runtime.backend
+    .usage(workspaceId)
+    .then(({ bytes }) => recordWorkspaceUse(deps.db, workspaceId, { bytes }))
+    .catch((error: unknown) => deps.logger.debug({ workspaceId, err: error }, 'workspace usage not measured'));
+}
+
 export type ToolOutcome = { ok: true; result: unknown } | { ok: false; error: Refusal };
 
 /**
@@ -134,8 +154,10 @@ export async function runAdmittedCall(
   call: { signal: AbortSignal; requestId: string },
 ): Promise<ToolOutcome> {
   const { runtime, workspace } = admission;
+  let update: { placement?: string; bytes?: number } = {};
   try {
     const { placement } = await runtime.backend.ensureWorkspace(workspace.id);
+    update = { placement };
     const context: ToolContext = {
       backend: runtime.backend,
       workspace,
@@ -149,11 +171,13 @@ export async function runAdmittedCall(
       tempDir: path.join(deps.config.dataDir, 'tmp'),
       signal: call.signal,
     };
-    const result = await dispatchSandboxTool(context, admission.tool, input);
-    const changesBytes = admission.tool !== 'sandbox_list_files' && admission.tool !== 'sandbox_read_file';
-    const bytes = changesBytes ? (await runtime.backend.usage(workspace.id)).bytes : undefined;
-    await recordWorkspaceUse(deps.db, workspace.id, { placement, ...(bytes === undefined ? {} : { bytes }) });
-    return { ok: true, result };
+    try {
+      const result = await dispatchSandboxTool(context, admission.tool, input);
+      if (admission.tool === 'sandbox_exec') refreshUsageInBackground(deps, runtime, workspace.id);
+      return { ok: true, result };
+    } finally {
+      if (context.measuredBytes !== undefined) update = { ...update, bytes: context.measuredBytes };
+    }
   } catch (error) {
     const toolError = toToolError(
       call.signal.aborted ? Object.assign(new Error('aborted'), { name: 'AbortError' }) : error,
@@ -161,10 +185,9 @@ export async function runAdmittedCall(
     if (toolError.code === 'INTERNAL') {
       deps.logger.error({ requestId: call.requestId, tool: admission.tool, err: error }, 'sandbox tool failed');
     }
-    await recordWorkspaceUse(deps.db, workspace.id).catch(() => undefined);
     return { ok: false, error: { code: toolError.code, message: toolError.message } };
   } finally {
-    await releaseWorkspaceLease(deps.db, admission.leaseId).catch((error: unknown) =>
+    await finishWorkspaceCall(deps.db, workspace.id, admission.leaseId, update).catch((error: unknown) =>
       deps.logger.warn({ requestId: call.requestId, err: error }, 'could not release a workspace lease'),
     );
   }

@@ -59,6 +59,8 @@ export async function findWorkspace(db: Db, owner: FileOwner): Promise<Workspace
  * makes this safe to race: every replica that asks at once ends up with the same single row.
  */
 export async function ensureWorkspaceRecord(db: Db, owner: FileOwner, backend: string): Promise<Workspace> {
+  const existing = await findWorkspace(db, owner);
+  if (existing) return existing;
   const now = Date.now();
   await db
     .insertInto('workspaces')
@@ -134,6 +136,19 @@ export async function acquireWorkspaceLease(
 
 export async function releaseWorkspaceLease(db: Db, leaseId: string): Promise<void> {
   await db.deleteFrom('workspace_leases').where('id', '=', leaseId).execute();
+}
+
+/** Ends a call: gives its slot back and records the use, in one transaction. */
+export async function finishWorkspaceCall(
+  db: Db,
+  workspaceId: string,
+  leaseId: string,
+  update: { placement?: string; bytes?: number } = {},
+): Promise<void> {
+  await db.transaction().execute(async (transaction) => {
+    await releaseWorkspaceLease(transaction, leaseId);
+    await recordWorkspaceUse(transaction, workspaceId, update);
+  });
 }
 
 /** Workspaces unused since `before` (epoch ms), oldest first. */

@@ -28,6 +28,9 @@ export interface ToolDefinition {
  * the authenticated connection.
  */
 export function sandboxToolDefinitions(limits: { maxExecTimeoutSeconds: number; execTimeoutSeconds: number }) {
+  // Built once per operator policy: every MCP request needs them, and they never change.
+  const cached = definitionCache.get(limits);
+  if (cached) return cached;
   const definitions: ToolDefinition[] = [
     {
       name: 'sandbox_exec',
@@ -123,5 +126,8 @@ export function sandboxToolDefinitions(limits: { maxExecTimeoutSeconds: number; 
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
   ];
+  definitionCache.set(limits, definitions);
   return definitions;
 }
+
+const definitionCache = new WeakMap<object, ToolDefinition[]>();

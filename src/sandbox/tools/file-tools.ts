@@ -23,15 +23,21 @@ async function readAll(body: Readable): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** Refuses a write that would take the workspace past its byte quota. */
-export function requireQuota(context: ToolContext, addedBytes: number): void {
-  const { bytes } = context.workspace;
+/**
+ * Refuses a write that would take the workspace past its byte quota, measuring the workspace now
+ * (commands may have grown it since the last look). Commands themselves are never refused for
+ * size, so the model can always delete files to get back under the quota.
+ */
+export async function requireQuota(context: ToolContext, addedBytes: number): Promise<void> {
+  const { bytes } = await context.backend.usage(context.workspace.id);
   if (bytes + addedBytes > context.limits.workspaceMaxBytes) {
+    context.measuredBytes = bytes;
     throw new ToolError(
       'QUOTA_EXCEEDED',
       `The workspace holds ${bytes} of ${context.limits.workspaceMaxBytes} bytes; delete files before writing ${addedBytes} more.`,
     );
   }
+  context.measuredBytes = bytes + addedBytes;
 }
 
 export async function listFiles(context: ToolContext, input: { path?: string | undefined }) {
@@ -62,7 +68,7 @@ export async function readTextFile(context: ToolContext, input: { path: string }
 
 export async function writeTextFile(context: ToolContext, input: { path: string; content: string }) {
   const bytes = Buffer.from(input.content, 'utf8');
-  requireQuota(context, bytes.length);
+  await requireQuota(context, bytes.length);
   const { size } = await context.backend.writeFile(context.workspace.id, input.path, Readable.from([bytes]), {
     maxBytes: bytes.length,
   });

@@ -23,6 +23,8 @@ export interface ToolContext {
   tempDir: string;
   /** Aborted when the HTTP request is; kills running processes. */
   signal: AbortSignal;
+  /** Set by a quota check: the workspace's size after this call's write. */
+  measuredBytes?: number;
 }
 
 /** A stable, model-facing error code of a failed tool call. */

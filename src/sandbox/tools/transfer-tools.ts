@@ -61,7 +61,7 @@ export async function importFile(context: ToolContext, input: { storagePath: str
       'No such uploaded file for this user. Ask the user to upload it again, then use the new reference.',
     );
   }
-  requireQuota(context, file.size);
+  await requireQuota(context, file.size);
   const filename = sanitizeFilename(file.filename);
   for (let attempt = 1; attempt <= MAX_NAME_ATTEMPTS; attempt += 1) {
     const target = `${IMPORT_FOLDER}/${candidateName(filename, attempt)}`;
