@@ -13,6 +13,7 @@ import {
   WorkspaceFileError,
   type WorkspaceFileErrorCode,
 } from '../../src/sandbox/backend.js';
+import { chunkedStream } from './storage-contract.js';
 
 /** What the contract needs from one backend. */
 export interface SandboxBackendUnderTest {
@@ -49,19 +50,6 @@ const MiB = 1024 ** 2;
 
 export function newWorkspaceId(): string {
   return `ws_${randomBytes(8).toString('hex')}`;
-}
-
-/** `bytes` as a stream of `chunkSize` pieces that yields to the event loop between them. */
-function chunked(bytes: Buffer, chunkSize = 64 * 1024, failAfter?: { bytes: number; error: Error }): Readable {
-  return Readable.from(
-    (async function* () {
-      for (let offset = 0; offset < bytes.length; offset += chunkSize) {
-        if (failAfter && offset >= failAfter.bytes) throw failAfter.error;
-        await new Promise((resolve) => setImmediate(resolve));
-        yield bytes.subarray(offset, offset + chunkSize);
-      }
-    })(),
-  );
 }
 
 async function readAll(body: Readable): Promise<Buffer> {
@@ -360,7 +348,7 @@ export function describeSandboxBackendContract(name: string, setup: () => Promis
 
       it('streams a 3 MiB binary file in and out unchanged', async () => {
         const bytes = randomBytes(3 * MiB);
-        const { size } = await backend.writeFile(workspace, 'blob.bin', chunked(bytes), { maxBytes: 4 * MiB });
+        const { size } = await backend.writeFile(workspace, 'blob.bin', chunkedStream(bytes), { maxBytes: 4 * MiB });
         expect(size).toBe(bytes.length);
         const { size: readSize, body } = await backend.openFile(workspace, 'blob.bin', { maxBytes: 4 * MiB });
         expect(readSize).toBe(bytes.length);
@@ -384,7 +372,9 @@ export function describeSandboxBackendContract(name: string, setup: () => Promis
       });
 
       it('refuses a write over maxBytes, stops reading the body and keeps no file', async () => {
-        const over = backend.writeFile(workspace, 'over.bin', chunked(Buffer.alloc(2000, 2), 500), { maxBytes: 1000 });
+        const over = backend.writeFile(workspace, 'over.bin', chunkedStream(Buffer.alloc(2000, 2), 500), {
+          maxBytes: 1000,
+        });
         expect(await refusal(over)).toBe('TOO_LARGE');
         expect(await refusal(backend.openFile(workspace, 'over.bin', { maxBytes: MiB }))).toBe('NOT_FOUND');
 
@@ -407,7 +397,7 @@ export function describeSandboxBackendContract(name: string, setup: () => Promis
 
       it('rethrows an error of the body itself and keeps no file', async () => {
         const failure = new Error('client went away');
-        const body = chunked(Buffer.alloc(512 * 1024), 64 * 1024, { bytes: 256 * 1024, error: failure });
+        const body = chunkedStream(Buffer.alloc(512 * 1024), 64 * 1024, { bytes: 256 * 1024, error: failure });
         await expect(backend.writeFile(workspace, 'broken.bin', body, { maxBytes: MiB })).rejects.toBe(failure);
         expect(await refusal(backend.openFile(workspace, 'broken.bin', { maxBytes: MiB }))).toBe('NOT_FOUND');
       });

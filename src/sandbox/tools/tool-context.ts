@@ -4,7 +4,7 @@ import type { DatabaseSchema } from '../../db/schema.js';
 import type { Logger } from '../../logger.js';
 import type { FileStorage } from '../../storage/file-storage.js';
 import type { FileOwner } from '../../uploads/file-registry.js';
-import type { SandboxBackend } from '../backend.js';
+import type { SandboxBackend, WorkspaceFileErrorCode } from '../backend.js';
 import type { Workspace } from '../workspaces.js';
 
 /** Everything a tool needs for one call, already scoped to the caller's own workspace. */
@@ -27,16 +27,10 @@ export interface ToolContext {
   measuredBytes?: number;
 }
 
-/** A stable, model-facing error code of a failed tool call. */
+/** A stable, model-facing error code of a failed tool call: the backend's file codes and ours. */
 export type ToolErrorCode =
+  | WorkspaceFileErrorCode
   | 'INVALID_INPUT'
-  | 'INVALID_PATH'
-  | 'NOT_FOUND'
-  | 'NOT_A_FILE'
-  | 'NOT_A_DIRECTORY'
-  | 'SYMLINK'
-  | 'TOO_LARGE'
-  | 'EXISTS'
   | 'NOT_TEXT'
   | 'QUOTA_EXCEEDED'
   | 'UPLOAD_NOT_FOUND'
