@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
  * run once on SQLite and once on PostgreSQL, selected by MORDN_TEST_DATABASE. Suites that touch
  * no database (the sandbox backend contract) run in the SQLite project only.
  */
-const DATABASE_FREE = ['test/sandbox-bwrap.test.ts'];
+const DATABASE_FREE = ['test/sandbox-bwrap.test.ts', 'test/hosted-fetch.test.ts', 'test/scripted-model.test.ts'];
 export default defineConfig({
   test: {
     testTimeout: 20_000,

@@ -1,3 +1,4 @@
+import { benchChat } from './chat.js';
 import { benchHealth } from './health.js';
 import { benchSandbox } from './sandbox.js';
 import { benchUploads } from './uploads.js';
@@ -7,6 +8,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   health: () => benchHealth(),
   uploads: () => benchUploads(),
   sandbox: () => benchSandbox(),
+  chat: () => benchChat(),
 };
 
 const requested = process.argv.slice(2);

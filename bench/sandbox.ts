@@ -4,31 +4,7 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import type { SandboxBackend } from '../src/sandbox/backend.js';
 import { createBwrapBackend } from '../src/sandbox/bwrap/bwrap-backend.js';
-import { type BenchServer, median, startBenchServer } from './support.js';
-
-const ADMIN_TOKEN = 'bench-admin-token-0123456789';
-
-async function adminJson(base: string, method: string, pathname: string, body?: unknown) {
-  const response = await request(`${base}${pathname}`, {
-    method: method as 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return response.body.json() as Promise<Record<string, string>>;
-}
-
-/** An agent (sandboxes published on or off) with a read+write key. */
-async function provisionAgent(base: string, sandboxEnabled: boolean): Promise<string> {
-  const tenant = await adminJson(base, 'POST', '/v1/admin/tenants', { name: 'bench' });
-  const agent = await adminJson(base, 'POST', `/v1/admin/tenants/${tenant.id}/agents`, { name: 'bench' });
-  await adminJson(base, 'PUT', `/v1/admin/agents/${agent.id}/config`, {
-    schemaVersion: 1,
-    runtime: { sandbox: { enabled: sandboxEnabled } },
-  });
-  await adminJson(base, 'POST', `/v1/admin/agents/${agent.id}/config/publish`);
-  return (await adminJson(base, 'POST', `/v1/admin/agents/${agent.id}/keys`, { permissions: ['read', 'write'] }))
-    .key as string;
-}
+import { ADMIN_TOKEN, type BenchServer, median, provisionAgent, startBenchServer } from './support.js';
 
 const dispatcher = new Agent({ connections: 4 });
 

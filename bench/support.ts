@@ -103,3 +103,27 @@ export function median(values: number[]): number {
     ? (sorted[middle] as number)
     : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
+
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789';
+
+async function adminJson(base: string, method: string, pathname: string, body?: unknown) {
+  const response = await fetch(`${base}${pathname}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return (await response.json()) as Record<string, string>;
+}
+
+/** A tenant and an agent (sandboxes published on or off) with a read+write key, via the admin API. */
+export async function provisionAgent(base: string, sandboxEnabled: boolean): Promise<string> {
+  const tenant = await adminJson(base, 'POST', '/v1/admin/tenants', { name: 'bench' });
+  const agent = await adminJson(base, 'POST', `/v1/admin/tenants/${tenant.id}/agents`, { name: 'bench' });
+  await adminJson(base, 'PUT', `/v1/admin/agents/${agent.id}/config`, {
+    schemaVersion: 1,
+    runtime: { sandbox: { enabled: sandboxEnabled } },
+  });
+  await adminJson(base, 'POST', `/v1/admin/agents/${agent.id}/config/publish`);
+  return (await adminJson(base, 'POST', `/v1/admin/agents/${agent.id}/keys`, { permissions: ['read', 'write'] }))
+    .key as string;
+}

@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { registerAdminRoutes } from '../routes/admin.js';
 import { registerBootstrapRoutes } from '../routes/bootstrap.js';
+import { registerChatRoutes } from '../routes/chat.js';
 import { registerDocsRoutes } from '../routes/docs.js';
 import { registerFileRoutes } from '../routes/files.js';
 import { registerHealthRoutes } from '../routes/health.js';
@@ -35,6 +36,7 @@ export function createApp(deps: AppDependencies): MordnApp {
   registerBootstrapRoutes(app, deps);
   registerUploadRoutes(app, deps);
   registerSandboxRoutes(app, deps);
+  registerChatRoutes(app, deps);
   if (deps.localDownloads) registerFileRoutes(app, deps.localDownloads);
   if (deps.config.adminToken) registerAdminRoutes(app, deps, deps.config.adminToken);
 

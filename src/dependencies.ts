@@ -33,6 +33,11 @@ export interface AppDependencies {
   localDownloads?: LocalDownloads;
   /** Managed sandboxes, present when the operator enables them. */
   sandbox?: SandboxRuntime;
+  /**
+   * The loopback origin this service is served on (`http://127.0.0.1:PORT`), set once it
+   * listens: the service's own chat reaches its sandbox endpoint through it, like any host would.
+   */
+  selfBaseUrl?: string;
   /** Extra readiness checks besides the database (storage, sandbox backend). */
   readinessChecks?: ReadinessCheck[];
 }

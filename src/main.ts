@@ -39,6 +39,7 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
       })
     : undefined;
   const server = await startServer({ fetch: app.fetch, host: config.host, port: config.port, logger });
+  deps.selfBaseUrl = server.loopbackUrl;
   logger.info(
     {
       url: server.url,

@@ -7,6 +7,8 @@ import type { Logger } from './logger.js';
 export interface RunningServer {
   /** `http://host:port` the server listens on (the real port when 0 was asked for). */
   readonly url: string;
+  /** The literal loopback origin reaching this server from the same host (for `selfBaseUrl`). */
+  readonly loopbackUrl: string;
   readonly server: Server;
   /**
    * Stops accepting connections, lets in-flight requests finish for up to `timeoutMs`, then cuts
@@ -46,7 +48,8 @@ export function startServer(options: StartServerOptions): Promise<RunningServer>
       server.off('error', reject);
       const { port } = server.address() as AddressInfo;
       const url = `http://${formatHost(options.host)}:${port}`;
-      resolve({ url, server, close: (timeoutMs) => closeGracefully(server, timeoutMs, options.logger) });
+      const loopbackUrl = options.host === '::1' ? `http://[::1]:${port}` : `http://127.0.0.1:${port}`;
+      resolve({ url, loopbackUrl, server, close: (timeoutMs) => closeGracefully(server, timeoutMs, options.logger) });
     });
   });
 }

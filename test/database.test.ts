@@ -24,12 +24,17 @@ describe(`database layer (${testDialect()})`, () => {
 
   it('records applied migrations and re-applies nothing on the next start', async () => {
     const applied = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(database.db);
-    expect(applied.rows.map((row) => row.name)).toEqual(['0001-initial', '0002-stored-files', '0003-workspaces']);
+    expect(applied.rows.map((row) => row.name)).toEqual([
+      '0001-initial',
+      '0002-stored-files',
+      '0003-workspaces',
+      '0004-chats',
+    ]);
     await migrateToLatest(database.db, database.dialect);
     const second = await target.open();
     await second.close();
     const again = await sql<{ name: string }>`select name from kysely_migration`.execute(database.db);
-    expect(again.rows).toHaveLength(3);
+    expect(again.rows).toHaveLength(4);
   });
 
   it('reads epoch-millisecond bigints back as numbers', async () => {

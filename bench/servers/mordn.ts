@@ -17,4 +17,5 @@ const config = loadConfig({ ...process.env, MORDN_DATA_DIR: dataDir, PORT: '0' }
 const logger = createLogger({ level: config.logLevel, secrets: config.secretValues });
 const deps = await composeDependencies(config, { logger, processMetrics: true });
 const server = await startServer({ fetch: createApp(deps).fetch, host: '127.0.0.1', port: 0 });
+deps.selfBaseUrl = server.loopbackUrl;
 process.stderr.write(`${JSON.stringify({ port: Number(new URL(server.url).port) })}\n`);

@@ -81,6 +81,17 @@ export interface RateLimitWindowsTable {
   count: number;
 }
 
+export interface ChatsTable {
+  tenant_id: string;
+  agent_id: string;
+  user_id: string;
+  chat_id: string;
+  /** JSON array of UI messages. */
+  messages: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface DatabaseSchema {
   tenants: TenantsTable;
   agents: AgentsTable;
@@ -90,4 +101,5 @@ export interface DatabaseSchema {
   workspaces: WorkspacesTable;
   workspace_leases: WorkspaceLeasesTable;
   rate_limit_windows: RateLimitWindowsTable;
+  chats: ChatsTable;
 }

@@ -1,6 +1,9 @@
 /**
- * `mordn/server/hosted`: `createMordnHandler` and `createHostedSandboxes`, for hosts that call a
- * Mordn service. They land with the chat issue; until then this entry exports the shared
- * domain error type only.
+ * `mordn/server/hosted`: for hosts that call a Mordn API — route handlers for a Next.js route
+ * (`createMordnHandler`) and the managed-sandbox integration for `createChatHandler`
+ * (`createHostedSandboxes`).
  */
-export { type ErrorCode, ServiceError } from '../errors.js';
+
+export type { ManagedSandboxIntegration } from '../chat/types.js';
+export { createHostedSandboxes, type HostedOptions } from '../hosted/create-hosted-sandboxes.js';
+export { createMordnHandler, type MordnHandler, type MordnHandlerOptions } from '../hosted/create-mordn-handler.js';

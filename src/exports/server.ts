@@ -1,6 +1,26 @@
 /**
- * `mordn/server`: the chat handler for your own process (`createChatHandler` and its types).
- * The chat engine lands with the chat issue; until then this entry exports the shared
- * domain error type only.
+ * `mordn/server`: the chat handler for your own process.
+ *
+ * @example
+ * import { createChatHandler } from 'mordn/server';
+ * import { createHostedSandboxes } from 'mordn/server/hosted';
  */
+export { type ArtifactCarrier, isArtifactCarrier, type PublishedFile } from '../chat/artifact-carrier.js';
+export {
+  type ChatHandler,
+  type CreateChatHandlerOptions,
+  createChatHandler,
+  RESERVED_TOOL_NAMES,
+} from '../chat/create-chat-handler.js';
+export type { RemoteMcpServer } from '../chat/remote-mcp-tools.js';
+export type {
+  AttachmentOwner,
+  AttachmentStorage,
+  BuiltTools,
+  ChatRequestContext,
+  ChatScope,
+  ChatStore,
+  ManagedSandboxIntegration,
+  SandboxAvailability,
+} from '../chat/types.js';
 export { type ErrorCode, ServiceError } from '../errors.js';

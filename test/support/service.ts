@@ -75,6 +75,7 @@ export async function startTestService(options: StartTestServiceOptions = {}): P
     ...(options.sandboxReadiness ? { sandboxReadiness: options.sandboxReadiness } : {}),
     ...(options.authorizeToolCall ? { authorizeToolCall: options.authorizeToolCall } : {}),
   });
+  deps.selfBaseUrl = server.loopbackUrl;
   app = createApp(deps);
   options.extendApp?.(app, database);
   return {

@@ -2,6 +2,7 @@ import type { Migration, MigrationProvider } from 'kysely';
 import * as initial from './0001-initial.js';
 import * as storedFiles from './0002-stored-files.js';
 import * as workspaces from './0003-workspaces.js';
+import * as chats from './0004-chats.js';
 
 /**
  * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
@@ -11,6 +12,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-stored-files': storedFiles,
   '0003-workspaces': workspaces,
+  '0004-chats': chats,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,49 @@
+import type { UIMessageChunk } from 'ai';
+import { type ArtifactCarrier, isArtifactCarrier } from './artifact-carrier.js';
+import type { SandboxFileMetadata } from './file-parts.js';
+
+/** The strict SDK v6 file chunk of a managed artifact. */
+export function artifactChunk(carrier: ArtifactCarrier): UIMessageChunk {
+  const sandboxFile: SandboxFileMetadata = {
+    filename: carrier.file.filename,
+    size: carrier.file.size,
+    storagePath: carrier.file.storagePath,
+  };
+  return {
+    type: 'file',
+    url: carrier.file.url,
+    mediaType: carrier.file.mediaType,
+    providerMetadata: { mordn: { sandboxFile: { ...sandboxFile } } },
+  };
+}
+
+/**
+ * The handler's artifact sink and the stream stage that uses it. `accept` is the `onArtifact`
+ * given to the managed integration: it takes only carriers minted in this process and holds each
+ * until its tool call's result has passed, so a download card never precedes the tool result.
+ * The stage drops every other `file` chunk — provider-generated files never become downloads.
+ */
+export function createArtifactRelay(onRejected?: (value: unknown) => void) {
+  const pending = new Map<string, ArtifactCarrier[]>();
+  return {
+    accept(carrier: ArtifactCarrier): void {
+      if (!isArtifactCarrier(carrier)) {
+        onRejected?.(carrier);
+        return;
+      }
+      pending.set(carrier.toolCallId, [...(pending.get(carrier.toolCallId) ?? []), carrier]);
+    },
+    stage(): TransformStream<UIMessageChunk, UIMessageChunk> {
+      return new TransformStream({
+        transform(chunk, controller) {
+          if (chunk.type === 'file') return;
+          controller.enqueue(chunk);
+          if (chunk.type === 'tool-output-available') {
+            for (const carrier of pending.get(chunk.toolCallId) ?? []) controller.enqueue(artifactChunk(carrier));
+            pending.delete(chunk.toolCallId);
+          }
+        },
+      });
+    },
+  };
+}

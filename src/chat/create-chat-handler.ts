@@ -1,0 +1,338 @@
+import { randomUUID } from 'node:crypto';
+import {
+  consumeStream,
+  convertToModelMessages,
+  createUIMessageStream,
+  createUIMessageStreamResponse,
+  type LanguageModel,
+  stepCountIs,
+  streamText,
+  type ToolSet,
+  type UIMessage,
+} from 'ai';
+import { type AgentConfig, isSandboxEnabled } from '../agents/config-schema.js';
+import { ServiceError } from '../errors.js';
+import { readBodyWithLimit } from '../http/json-body.js';
+import { normalizeError, problemResponse } from '../http/problem.js';
+import { createArtifactRelay } from './artifact-stream.js';
+import { canonicalizeFileParts, isFilePart, referencedStoragePaths, storagePathOf } from './file-parts.js';
+import { resignedHistory } from './history.js';
+import { parseChatRequest } from './incoming-request.js';
+import { projectForModel } from './prompt-projection.js';
+import { createRemoteMcpTools, type RemoteMcpServer } from './remote-mcp-tools.js';
+import { createToolLease } from './tool-lease.js';
+import type {
+  AttachmentStorage,
+  BuiltTools,
+  ChatRequestContext,
+  ChatStore,
+  ManagedSandboxIntegration,
+} from './types.js';
+
+/** The six tool names the managed integration owns; no other tool source may use them. */
+export const RESERVED_TOOL_NAMES = new Set([
+  'sandbox_exec',
+  'sandbox_list_files',
+  'sandbox_read_file',
+  'sandbox_write_file',
+  'sandbox_import_file',
+  'sandbox_publish_file',
+]);
+
+export interface CreateChatHandlerOptions {
+  /** The verified, signed-in user of a request (from the host's own session), or null. */
+  getUserId(request: Request): string | null | undefined | Promise<string | null | undefined>;
+  /** The model, or a function choosing it from the resolved config (e.g. the agent's model id). */
+  model: LanguageModel | ((config: Readonly<AgentConfig>) => LanguageModel);
+  store: ChatStore;
+  storage: AttachmentStorage;
+  /** The agent's published config. */
+  getHostedConfig(input: { request: Request; userId: string }): Promise<AgentConfig>;
+  /** `false` opts out of managed sandboxes explicitly; absent means none. */
+  sandboxes?: false | ManagedSandboxIntegration;
+  /** Preview routes only: the server-authorized full config (a draft) to use instead. */
+  resolvePreviewConfig?(input: { request: Request; userId: string }): Promise<AgentConfig>;
+  /** Receives the safe projection (never raw documents) and may reshape it. */
+  transformMessages?(messages: UIMessage[], context: ChatRequestContext): UIMessage[] | Promise<UIMessage[]>;
+  /** One deadline for setup, discovery and the whole answer (default 5 minutes). */
+  streamTimeoutMs?: number;
+  /** The host's own remote MCP servers (server configuration only); SSRF-protected. */
+  mcpServers?: readonly RemoteMcpServer[];
+  /** The fetch for `mcpServers` (default: the SSRF-safe fetch). */
+  mcpFetch?: typeof fetch;
+  /** Extra tools built per request; `sandbox_*` names are refused. */
+  buildExtraTools?(context: ChatRequestContext, abortSignal: AbortSignal): Promise<BuiltTools>;
+  /** Browser origins allowed to call the handler (CORS); same-origin needs none. */
+  allowedOrigins?: readonly string[];
+  /** Model steps per answer (tool calls and their follow-ups), default 8. */
+  maxSteps?: number;
+  /** Called with unexpected errors (their details never reach the client). */
+  onError?(error: unknown, requestId: string): void;
+}
+
+/** Web-standard route handlers, e.g. `export const { GET, POST, DELETE, OPTIONS } = createChatHandler(…)`. */
+export interface ChatHandler {
+  GET(request: Request): Promise<Response>;
+  POST(request: Request): Promise<Response>;
+  DELETE(request: Request): Promise<Response>;
+  OPTIONS(request: Request): Promise<Response>;
+  /** The same operations with the chat id given explicitly (for path-based routes). */
+  history(request: Request, chatId: string): Promise<Response>;
+  remove(request: Request, chatId: string): Promise<Response>;
+}
+
+const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
+const MAX_REQUEST_BYTES = 1024 * 1024;
+const PUBLISH_FIRST =
+  'Managed sandboxes are not available for this agent: turn on "Enable sandboxes" and publish the agent first.';
+const UNAVAILABLE = 'Managed sandboxes are temporarily unavailable; try again later.';
+
+function chatIdFrom(request: Request): string {
+  const chatId = new URL(request.url).searchParams.get('chatId') ?? new URL(request.url).searchParams.get('id');
+  if (!chatId) throw new ServiceError('VALIDATION_FAILED', 'The chatId query parameter is required.');
+  return chatId;
+}
+
+/**
+ * The chat engine, as web-standard handlers. POST answers with an AI SDK v6 UI message stream:
+ * the verified user's history comes from `store` (only the last user message is taken from the
+ * client), the managed-sandbox gate is checked before the model starts, documents are projected
+ * as untrusted references, and managed downloads appear only for carriers from a live publish.
+ *
+ * @example
+ * export const { GET, POST, DELETE, OPTIONS } = createChatHandler({
+ *   getUserId, model, store, storage, getHostedConfig,
+ *   sandboxes: createHostedSandboxes({ apiKey: process.env.MORDN_CHAT_KEY!, baseUrl: 'https://api.example.com' }),
+ * });
+ */
+export function createChatHandler(options: CreateChatHandlerOptions): ChatHandler {
+  const allowedOrigins = new Set(options.allowedOrigins ?? []);
+
+  const corsHeaders = (request: Request): Record<string, string> => {
+    const origin = request.headers.get('Origin');
+    if (!origin || !allowedOrigins.has(origin)) return {};
+    return { 'Access-Control-Allow-Origin': origin, 'Access-Control-Allow-Credentials': 'true', Vary: 'Origin' };
+  };
+
+  const fail = (request: Request, error: unknown, requestId: string): Response => {
+    const { serviceError, unexpected } = normalizeError(error);
+    if (unexpected !== undefined) options.onError?.(unexpected, requestId);
+    const response = problemResponse(serviceError, requestId);
+    for (const [name, value] of Object.entries(corsHeaders(request))) response.headers.set(name, value);
+    return response;
+  };
+
+  const verifiedUser = async (request: Request): Promise<string> => {
+    const userId = await options.getUserId(request);
+    if (!userId) throw new ServiceError('UNAUTHENTICATED', 'Sign in to chat.');
+    return userId;
+  };
+
+  const history = async (request: Request, chatId: string): Promise<Response> => {
+    const requestId = randomUUID();
+    try {
+      const userId = await verifiedUser(request);
+      const messages = await options.store.loadMessages({ userId }, chatId);
+      if (!messages) throw new ServiceError('NOT_FOUND', 'No such chat.');
+      const body = await resignedHistory(options.storage, { request, userId }, messages);
+      return Response.json(
+        { id: chatId, messages: body },
+        { headers: { 'Cache-Control': 'private, no-store', ...corsHeaders(request) } },
+      );
+    } catch (error) {
+      return fail(request, error, requestId);
+    }
+  };
+
+  const remove = async (request: Request, chatId: string): Promise<Response> => {
+    const requestId = randomUUID();
+    try {
+      const userId = await verifiedUser(request);
+      const messages = await options.store.loadMessages({ userId }, chatId);
+      if (!messages) throw new ServiceError('NOT_FOUND', 'No such chat.');
+      // Files first: a failed purge is an error and the chat keeps its references for a retry.
+      // Workspace files in the sandbox are never touched.
+      await options.storage.delete({ request, userId }, referencedStoragePaths(messages));
+      await options.store.deleteChat({ userId }, chatId);
+      return new Response(null, { status: 204, headers: corsHeaders(request) });
+    } catch (error) {
+      return fail(request, error, requestId);
+    }
+  };
+
+  const chat = async (request: Request): Promise<Response> => {
+    const requestId = randomUUID();
+    const controller = new AbortController();
+    const timeoutMs = options.streamTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timer = setTimeout(
+      () => controller.abort(new ServiceError('UPSTREAM_UNAVAILABLE', 'The answer took too long.')),
+      timeoutMs > 0 ? timeoutMs : DEFAULT_TIMEOUT_MS,
+    );
+    const onClientGone = () => controller.abort(request.signal.reason);
+    request.signal.addEventListener('abort', onClientGone, { once: true });
+    const signal = controller.signal;
+    const lease = createToolLease(signal);
+    const finish = async () => {
+      clearTimeout(timer);
+      request.signal.removeEventListener('abort', onClientGone);
+      await lease.release();
+    };
+    try {
+      const userId = await verifiedUser(request);
+      let body: unknown;
+      try {
+        body = JSON.parse(new TextDecoder().decode(await readBodyWithLimit(request, MAX_REQUEST_BYTES)));
+      } catch (error) {
+        if (error instanceof ServiceError) throw error;
+        throw new ServiceError('MALFORMED_JSON', 'The request body is not valid JSON.');
+      }
+      const incoming = parseChatRequest(body);
+      const config = options.resolvePreviewConfig
+        ? await options.resolvePreviewConfig({ request, userId })
+        : await options.getHostedConfig({ request, userId });
+      const context: ChatRequestContext = Object.freeze({
+        request,
+        userId,
+        chatId: incoming.chatId,
+        config: Object.freeze(config),
+        abortSignal: signal,
+      });
+
+      const integration = options.sandboxes || undefined;
+      let managed = false;
+      if (integration && isSandboxEnabled(config)) {
+        const status = await integration.status(context);
+        if (!status.available) {
+          throw new ServiceError('MANAGED_SANDBOX_UNAVAILABLE', status.enabled ? UNAVAILABLE : PUBLISH_FIRST);
+        }
+        managed = true;
+      }
+
+      const scope = { userId };
+      const stored = (await options.store.loadMessages(scope, incoming.chatId)) ?? [];
+      const conversation = buildConversation(stored, incoming.message);
+
+      const imagePaths = conversation
+        .filter((message) => message.role === 'user')
+        .flatMap((message) => message.parts.filter(isFilePart))
+        .filter((part) => part.mediaType.startsWith('image/') || (!managed && part.mediaType === 'application/pdf'))
+        .map((part) => storagePathOf(part))
+        .filter((path): path is string => path !== undefined);
+      const urls = imagePaths.length > 0 ? await options.storage.resign({ request, userId }, imagePaths) : new Map();
+      let projected = projectForModel(conversation, { managed, urls });
+      if (options.transformMessages) projected = await options.transformMessages(projected, context);
+      const modelMessages = await convertToModelMessages(projected, { ignoreIncompleteToolCalls: true });
+
+      const relay = createArtifactRelay((value) =>
+        options.onError?.(new Error(`refused a forged artifact: ${typeof value}`), requestId),
+      );
+      const tools: ToolSet = {};
+      const extraSources: Array<Promise<BuiltTools>> = [];
+      if (options.mcpServers?.length) {
+        extraSources.push(
+          createRemoteMcpTools(options.mcpServers, {
+            abortSignal: signal,
+            reserved: RESERVED_TOOL_NAMES,
+            ...(options.mcpFetch ? { fetch: options.mcpFetch } : {}),
+          }),
+        );
+      }
+      if (options.buildExtraTools) extraSources.push(options.buildExtraTools(context, signal));
+      for (const source of extraSources) {
+        const extra = await lease.hold(source);
+        for (const [name, tool] of Object.entries(extra.tools)) if (!RESERVED_TOOL_NAMES.has(name)) tools[name] = tool;
+      }
+      if (managed && integration) {
+        const sandbox = await lease.hold(
+          integration.buildTools(context, { abortSignal: signal, onArtifact: relay.accept }),
+        );
+        for (const [name, tool] of Object.entries(sandbox.tools)) if (RESERVED_TOOL_NAMES.has(name)) tools[name] = tool;
+      }
+
+      const model = typeof options.model === 'function' ? options.model(context.config) : options.model;
+      const stream = createUIMessageStream({
+        originalMessages: conversation,
+        execute: ({ writer }) => {
+          const result = streamText({
+            model,
+            ...(config.instructions ? { system: config.instructions } : {}),
+            messages: modelMessages,
+            tools,
+            abortSignal: signal,
+            stopWhen: stepCountIs(options.maxSteps ?? 8),
+            // Conversations of every tenant share the operator's provider account: ask it not to keep them.
+            providerOptions: { openai: { store: false } },
+          });
+          writer.merge(result.toUIMessageStream({ sendReasoning: false }).pipeThrough(relay.stage()));
+        },
+        onError: (error) => {
+          options.onError?.(error, requestId);
+          return signal.aborted ? 'The answer was stopped.' : 'The assistant could not answer. Please try again.';
+        },
+        onFinish: async ({ messages }) => {
+          try {
+            await options.store.saveMessages(scope, incoming.chatId, messages.map(canonicalizeFileParts));
+          } catch (error) {
+            options.onError?.(error, requestId);
+          } finally {
+            await finish();
+          }
+        },
+      });
+      return createUIMessageStreamResponse({
+        stream,
+        headers: { 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', ...corsHeaders(request) },
+        // Keep reading when the client leaves, so the answer so far is saved and connections close.
+        consumeSseStream: ({ stream: copy }) => consumeStream({ stream: copy }),
+      });
+    } catch (error) {
+      await finish();
+      return fail(request, signal.aborted && signal.reason instanceof ServiceError ? signal.reason : error, requestId);
+    }
+  };
+
+  return {
+    POST: chat,
+    GET: async (request) => {
+      try {
+        return await history(request, chatIdFrom(request));
+      } catch (error) {
+        return fail(request, error, randomUUID());
+      }
+    },
+    DELETE: async (request) => {
+      try {
+        return await remove(request, chatIdFrom(request));
+      } catch (error) {
+        return fail(request, error, randomUUID());
+      }
+    },
+    OPTIONS: async (request) => {
+      const headers = corsHeaders(request);
+      if (Object.keys(headers).length === 0)
+        return new Response(null, { status: 204, headers: { Allow: 'GET, POST, DELETE, OPTIONS' } });
+      return new Response(null, {
+        status: 204,
+        headers: {
+          ...headers,
+          'Access-Control-Allow-Methods': 'GET, POST, DELETE, OPTIONS',
+          'Access-Control-Allow-Headers': 'Content-Type',
+          'Access-Control-Max-Age': '600',
+        },
+      });
+    },
+    history,
+    remove,
+  };
+}
+
+/**
+ * The conversation to answer: the stored history plus the one new user message; for a
+ * regeneration, the history up to its last user message.
+ */
+function buildConversation(stored: UIMessage[], message: UIMessage | undefined): UIMessage[] {
+  if (message) return [...stored.filter((existing) => existing.id !== message.id), message];
+  const lastUser = stored.findLastIndex((existing) => existing.role === 'user');
+  if (lastUser < 0) throw new ServiceError('VALIDATION_FAILED', 'There is no user message to answer again.');
+  return stored.slice(0, lastUser + 1);
+}

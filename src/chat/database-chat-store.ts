@@ -1,0 +1,59 @@
+import type { UIMessage } from 'ai';
+import type { Kysely } from 'kysely';
+import type { DatabaseSchema } from '../db/schema.js';
+import type { ChatScope, ChatStore } from './types.js';
+
+/**
+ * The service's chat store: one row per `(tenant, agent, user, chat id)`, bound to the tenant and
+ * agent of the authenticated key. The scope's user completes the key; ids match exactly.
+ */
+export function createDatabaseChatStore(
+  db: Kysely<DatabaseSchema>,
+  agent: { tenantId: string; agentId: string },
+): ChatStore {
+  const owned = (scope: ChatScope, chatId: string) =>
+    db
+      .selectFrom('chats')
+      .where('tenant_id', '=', agent.tenantId)
+      .where('agent_id', '=', agent.agentId)
+      .where('user_id', '=', scope.userId)
+      .where('chat_id', '=', chatId);
+
+  return {
+    async loadMessages(scope, chatId) {
+      const row = await owned(scope, chatId).select('messages').executeTakeFirst();
+      return row ? (JSON.parse(row.messages) as UIMessage[]) : undefined;
+    },
+    async saveMessages(scope, chatId, messages) {
+      const now = Date.now();
+      const json = JSON.stringify(messages);
+      await db
+        .insertInto('chats')
+        .values({
+          tenant_id: agent.tenantId,
+          agent_id: agent.agentId,
+          user_id: scope.userId,
+          chat_id: chatId,
+          messages: json,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((conflict) =>
+          conflict
+            .columns(['tenant_id', 'agent_id', 'user_id', 'chat_id'])
+            .doUpdateSet({ messages: json, updated_at: now }),
+        )
+        .execute();
+    },
+    async deleteChat(scope, chatId) {
+      const result = await db
+        .deleteFrom('chats')
+        .where('tenant_id', '=', agent.tenantId)
+        .where('agent_id', '=', agent.agentId)
+        .where('user_id', '=', scope.userId)
+        .where('chat_id', '=', chatId)
+        .executeTakeFirst();
+      return Number(result.numDeletedRows) > 0;
+    },
+  };
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { ServiceError } from '../errors.js';
+import { normalizeError, problemResponse } from '../http/problem.js';
+import { createApiFetch } from './api-fetch.js';
+import { resolveApiOrigin } from './api-origin.js';
+
+export interface MordnHandlerOptions {
+  /** The agent API key; it stays on the server. */
+  apiKey: string;
+  /** The verified, signed-in user of a request (from the host's own session), or null. */
+  getUserId(request: Request): string | null | undefined | Promise<string | null | undefined>;
+  /** The public HTTPS origin of the Mordn API. */
+  baseUrl?: string;
+  /** A literal loopback origin for a runtime next to the API (see `createHostedSandboxes`). */
+  selfBaseUrl?: string;
+  /** Deadline of one answer, passed through to the API (default 5 minutes). */
+  streamTimeoutMs?: number;
+  /** `false` turns managed sandboxes off for this handler, whatever the agent's config says. */
+  sandboxes?: false;
+}
+
+export interface MordnHandler {
+  GET(request: Request): Promise<Response>;
+  POST(request: Request): Promise<Response>;
+  DELETE(request: Request): Promise<Response>;
+  OPTIONS(request: Request): Promise<Response>;
+}
+
+const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
+const MAX_CHAT_REQUEST_BYTES = 1024 * 1024;
+const MAX_UPLOAD_BYTES = 10 * 1024 * 1024 + 64 * 1024;
+/** A long answer with tool output can pass 1 MiB; it is still bounded. */
+const MAX_STREAM_BYTES = 64 * 1024 * 1024;
+const PASSED_HEADERS = [
+  'content-type',
+  'cache-control',
+  'x-vercel-ai-ui-message-stream',
+  'x-accel-buffering',
+  'x-request-id',
+  'retry-after',
+];
+
+/**
+ * Route handlers for a Next.js App Router route that talk to a Mordn API on the browser's
+ * behalf: the agent key never leaves the server, and the user is the one `getUserId` verified.
+ *
+ * - `POST` with JSON: a chat turn (useChat's default body); the UI message stream is passed
+ *   through as it arrives, and a browser that goes away aborts the API request.
+ * - `POST` with `multipart/form-data`: an upload (field `file`).
+ * - `GET ?chatId=…`: the chat's history with fresh file URLs; `GET ?bootstrap`: widget features.
+ * - `DELETE ?chatId=…`: delete the chat and its files.
+ *
+ * @example
+ * export const { GET, POST, DELETE, OPTIONS } = createMordnHandler({
+ *   apiKey: process.env.MORDN_CHAT_KEY!, getUserId: verifiedUserIdFromServerSession,
+ *   baseUrl: 'https://api.example.com', streamTimeoutMs: 90_000,
+ * });
+ */
+export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
+  const origin = resolveApiOrigin({
+    ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
+    ...(options.selfBaseUrl === undefined ? {} : { selfBaseUrl: options.selfBaseUrl }),
+  });
+  const timeoutMs =
+    options.streamTimeoutMs && options.streamTimeoutMs > 0 ? options.streamTimeoutMs : DEFAULT_TIMEOUT_MS;
+  const apiFetch = createApiFetch({
+    origin,
+    allowedPaths: [/^\/v1\/chat$/, /^\/v1\/chats\/[^/]+$/, /^\/v1\/uploads$/, /^\/v1\/bootstrap$/],
+    maxResponseBytes: MAX_STREAM_BYTES,
+    timeoutMs,
+  });
+
+  const forward = async (
+    request: Request,
+    path: string,
+    init: { method: string; body?: RequestInit['body']; contentType?: string },
+  ): Promise<Response> => {
+    const userId = await options.getUserId(request);
+    if (!userId) throw new ServiceError('UNAUTHENTICATED', 'Sign in to chat.');
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${options.apiKey}`,
+      'X-Chat-User': userId,
+      ...(init.contentType ? { 'Content-Type': init.contentType } : {}),
+      ...(options.sandboxes === false ? { 'X-Mordn-Sandboxes': 'off' } : {}),
+    };
+    const upstream = await apiFetch(`${origin}${path}`, {
+      method: init.method,
+      headers,
+      ...(init.body === undefined ? {} : { body: init.body, duplex: 'half' }),
+      signal: request.signal,
+    } as RequestInit);
+    const passed = new Headers();
+    for (const name of PASSED_HEADERS) {
+      const value = upstream.headers.get(name);
+      if (value !== null) passed.set(name, value);
+    }
+    return new Response(upstream.body, { status: upstream.status, headers: passed });
+  };
+
+  const guarded =
+    (run: (request: Request) => Promise<Response>) =>
+    async (request: Request): Promise<Response> => {
+      try {
+        return await run(request);
+      } catch (error) {
+        const { serviceError } = normalizeError(
+          error instanceof ServiceError
+            ? error
+            : new ServiceError('UPSTREAM_UNAVAILABLE', 'The chat service is unavailable.'),
+        );
+        return problemResponse(serviceError, randomUUID());
+      }
+    };
+
+  const chatPath = (request: Request): string => {
+    const chatId = new URL(request.url).searchParams.get('chatId');
+    if (!chatId) throw new ServiceError('VALIDATION_FAILED', 'The chatId query parameter is required.');
+    return `/v1/chats/${encodeURIComponent(chatId)}`;
+  };
+
+  return {
+    POST: guarded(async (request) => {
+      const contentType = request.headers.get('Content-Type') ?? '';
+      if (/^multipart\/form-data/i.test(contentType)) {
+        const length = Number(request.headers.get('Content-Length') ?? '0');
+        if (length > MAX_UPLOAD_BYTES) throw new ServiceError('FILE_TOO_LARGE', 'The file exceeds the 10 MiB limit.');
+        return forward(request, '/v1/uploads', { method: 'POST', body: request.body ?? '', contentType });
+      }
+      const length = Number(request.headers.get('Content-Length') ?? '0');
+      if (length > MAX_CHAT_REQUEST_BYTES) throw new ServiceError('PAYLOAD_TOO_LARGE', 'The request exceeds 1 MiB.');
+      return forward(request, '/v1/chat', {
+        method: 'POST',
+        body: request.body ?? '',
+        contentType: 'application/json',
+      });
+    }),
+    GET: guarded(async (request) => {
+      if (new URL(request.url).searchParams.has('bootstrap'))
+        return forward(request, '/v1/bootstrap', { method: 'GET' });
+      return forward(request, chatPath(request), { method: 'GET' });
+    }),
+    DELETE: guarded(async (request) => forward(request, chatPath(request), { method: 'DELETE' })),
+    OPTIONS: async () => new Response(null, { status: 204, headers: { Allow: 'GET, POST, DELETE, OPTIONS' } }),
+  };
+}
