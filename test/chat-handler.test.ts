@@ -139,3 +139,29 @@ describe('createChatHandler', () => {
     ]);
   });
 });
+
+describe('deleting a chat', () => {
+  it('propagates a storage failure and keeps the chat for a retry', async () => {
+    let failing = true;
+    const { ServiceError } = await import('../src/errors.js');
+    const deletedPaths: string[][] = [];
+    const chat = await handler({
+      storage: {
+        resign: async () => new Map(),
+        delete: async (_owner, paths) => {
+          if (failing) throw new ServiceError('STORAGE_UNAVAILABLE', 'storage refused');
+          deletedPaths.push([...paths]);
+        },
+      },
+    });
+    await readUiChunks(await chat.POST(post(chatBody('to-delete', 'hi'))));
+    const request = () => new Request('http://api.example/chat?chatId=to-delete', { method: 'DELETE', headers: { 'x-user': 'alice' } });
+    const failed = await chat.DELETE(request());
+    expect(failed.status).toBe(503);
+    const still = await chat.GET(new Request('http://api.example/chat?chatId=to-delete', { headers: { 'x-user': 'alice' } }));
+    expect(still.status).toBe(200);
+    failing = false;
+    expect((await chat.DELETE(request())).status).toBe(204);
+    expect(deletedPaths).toEqual([[]]);
+  });
+});

@@ -245,6 +245,32 @@ describe('createMordnHandler', () => {
   });
 });
 
+describe('preview', () => {
+  it('answers 503 with publish-first copy when a draft enables sandboxes the API says are off, before the model starts', async () => {
+    const { createChatHandler } = await import('../src/chat/create-chat-handler.js');
+    const { MockLanguageModelV3 } = await import('ai/test');
+    const unpublished = await createAgentFixture(service.database.db);
+    const model = new MockLanguageModelV3();
+    const handler = createChatHandler({
+      getUserId: () => 'alice',
+      model,
+      store: { loadMessages: async () => undefined, saveMessages: async () => undefined, deleteChat: async () => false },
+      storage: { resign: async () => new Map(), delete: async () => undefined },
+      getHostedConfig: async () => DISABLED,
+      resolvePreviewConfig: async () => ENABLED,
+      sandboxes: createHostedSandboxes({ apiKey: unpublished.key, selfBaseUrl: service.deps.selfBaseUrl as string }),
+    });
+    const response = await handler.POST(
+      new Request('http://app.example/api/chat', { method: 'POST', body: JSON.stringify(chatBody('preview', 'hi')) }),
+    );
+    expect(response.status).toBe(503);
+    const problem = await readJson(response);
+    expect(problem.code).toBe('MANAGED_SANDBOX_UNAVAILABLE');
+    expect(problem.detail).toMatch(/publish/i);
+    expect(model.doStreamCalls).toHaveLength(0);
+  });
+});
+
 describe('streamTimeoutMs', () => {
   it('fires during a hung sandbox discovery and closes the hung connection', async () => {
     let closedSockets = 0;
