@@ -155,10 +155,13 @@ describe('deleting a chat', () => {
       },
     });
     await readUiChunks(await chat.POST(post(chatBody('to-delete', 'hi'))));
-    const request = () => new Request('http://api.example/chat?chatId=to-delete', { method: 'DELETE', headers: { 'x-user': 'alice' } });
+    const request = () =>
+      new Request('http://api.example/chat?chatId=to-delete', { method: 'DELETE', headers: { 'x-user': 'alice' } });
     const failed = await chat.DELETE(request());
     expect(failed.status).toBe(503);
-    const still = await chat.GET(new Request('http://api.example/chat?chatId=to-delete', { headers: { 'x-user': 'alice' } }));
+    const still = await chat.GET(
+      new Request('http://api.example/chat?chatId=to-delete', { headers: { 'x-user': 'alice' } }),
+    );
     expect(still.status).toBe(200);
     failing = false;
     expect((await chat.DELETE(request())).status).toBe(204);

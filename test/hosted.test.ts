@@ -254,7 +254,11 @@ describe('preview', () => {
     const handler = createChatHandler({
       getUserId: () => 'alice',
       model,
-      store: { loadMessages: async () => undefined, saveMessages: async () => undefined, deleteChat: async () => false },
+      store: {
+        loadMessages: async () => undefined,
+        saveMessages: async () => undefined,
+        deleteChat: async () => false,
+      },
       storage: { resign: async () => new Map(), delete: async () => undefined },
       getHostedConfig: async () => DISABLED,
       resolvePreviewConfig: async () => ENABLED,
