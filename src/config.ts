@@ -23,7 +23,15 @@ export type DatabaseConfig = { kind: 'sqlite'; file: string } | { kind: 'postgre
 
 export type StorageConfig =
   | { kind: 'fs' }
-  | { kind: 's3'; bucket: string; region: string; endpoint?: string; forcePathStyle: boolean };
+  | {
+      kind: 's3';
+      bucket: string;
+      region: string;
+      endpoint?: string;
+      /** Origin signed download URLs use, when browsers reach the store elsewhere than the service. */
+      publicEndpoint?: string;
+      forcePathStyle: boolean;
+    };
 
 /** The six curated sandbox tools, in the order they are listed to models. */
 export const SANDBOX_TOOL_NAMES = [
@@ -64,6 +72,16 @@ export interface SandboxConfig {
   memoryBytes: number;
   processes: number;
   tmpBytes: number;
+  /** The `docker` backend: where the Engine API is and what each workspace container gets. */
+  docker: {
+    /** `unix:///path/to/docker.sock` or `tcp://host:port` / `http://host:port` (a socket proxy). */
+    host: string;
+    image: string;
+    /** CPUs per workspace container (fractions allowed). */
+    cpus: number;
+    /** A workspace container idle this long is stopped (its volume is kept). */
+    idleSeconds: number;
+  };
 }
 
 /** The operator's configuration, parsed once at start-up and passed to whatever needs it. */
@@ -186,6 +204,7 @@ const EnvironmentSchema = z.object({
   S3_REGION: optionalString.transform((value) => value ?? 'us-east-1'),
   S3_ENDPOINT: httpUrl,
   S3_FORCE_PATH_STYLE: booleanFlag(false),
+  S3_PUBLIC_ENDPOINT: httpUrl,
   MORDN_PUBLIC_URL: httpUrl,
   MORDN_SIGNING_SECRET: optionalString,
   MORDN_DOWNLOAD_URL_TTL_SECONDS: integer(900, 60, 3600),
@@ -211,6 +230,18 @@ const EnvironmentSchema = z.object({
   MORDN_SANDBOX_MEMORY_BYTES: integer(2 * 1024 * 1024 * 1024, 64 * 1024 * 1024, 64 * 1024 * 1024 * 1024),
   MORDN_SANDBOX_PROCESSES: integer(256, 8, 4096),
   MORDN_SANDBOX_TMP_BYTES: integer(64 * 1024 * 1024, 1024 * 1024, 4 * 1024 * 1024 * 1024),
+  MORDN_DOCKER_HOST: optionalString.transform((value) => value ?? 'unix:///var/run/docker.sock'),
+  MORDN_SANDBOX_IMAGE: optionalString.transform((value) => value ?? 'mordn-sandbox:latest'),
+  MORDN_SANDBOX_CPUS: optionalString.transform((value, context) => {
+    if (value === undefined) return 1;
+    const cpus = Number(value);
+    if (!/^\d+(\.\d+)?$/.test(value) || cpus < 0.01 || cpus > 64) {
+      context.addIssue({ code: 'custom', message: `must be a number of CPUs from 0.01 to 64 (got "${value}")` });
+      return z.NEVER;
+    }
+    return cpus;
+  }),
+  MORDN_SANDBOX_IDLE_SECONDS: integer(300, 10, 86_400),
   MORDN_LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   MORDN_SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000),
 });
@@ -237,6 +268,7 @@ function parseStorage(environment: Environment, problems: Problem[]): StorageCon
     bucket: environment.S3_BUCKET ?? '',
     region: environment.S3_REGION,
     ...(environment.S3_ENDPOINT ? { endpoint: environment.S3_ENDPOINT.origin } : {}),
+    ...(environment.S3_PUBLIC_ENDPOINT ? { publicEndpoint: environment.S3_PUBLIC_ENDPOINT.origin } : {}),
     forcePathStyle: environment.S3_FORCE_PATH_STYLE,
   };
 }
@@ -335,7 +367,22 @@ function parseSandbox(environment: Environment, problems: Problem[]): SandboxCon
     memoryBytes: environment.MORDN_SANDBOX_MEMORY_BYTES,
     processes: environment.MORDN_SANDBOX_PROCESSES,
     tmpBytes: environment.MORDN_SANDBOX_TMP_BYTES,
+    docker: {
+      host: parseDockerHost(environment.MORDN_DOCKER_HOST, problems),
+      image: environment.MORDN_SANDBOX_IMAGE,
+      cpus: environment.MORDN_SANDBOX_CPUS,
+      idleSeconds: environment.MORDN_SANDBOX_IDLE_SECONDS,
+    },
   };
+}
+
+function parseDockerHost(value: string, problems: Problem[]): string {
+  if (/^unix:\/\/\/.+/.test(value) || /^(tcp|http):\/\/[^/?#@]+\/?$/.test(value)) return value;
+  problems.push({
+    variable: 'MORDN_DOCKER_HOST',
+    message: `must be unix:///path/to/docker.sock or tcp://host:port (got "${value}")`,
+  });
+  return value;
 }
 
 function parsePublicUrl(environment: Environment, problems: Problem[]): string {

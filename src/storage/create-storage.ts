@@ -16,12 +16,13 @@ import { loadOrCreateSigningSecret } from './signing-secret.js';
 export async function createStorage(config: Config): Promise<StorageSetup> {
   const urlTtlSeconds = config.downloadUrlTtlSeconds;
   if (config.storage.kind === 's3') {
-    const { bucket, region, endpoint, forcePathStyle } = config.storage;
+    const { bucket, region, endpoint, publicEndpoint, forcePathStyle } = config.storage;
     return {
       storage: createS3Storage({
         bucket,
         region,
         ...(endpoint === undefined ? {} : { endpoint }),
+        ...(publicEndpoint === undefined ? {} : { publicEndpoint }),
         forcePathStyle,
         urlTtlSeconds,
       }),

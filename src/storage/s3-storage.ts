@@ -30,6 +30,12 @@ export interface S3StorageOptions extends Omit<S3ClientOptions, 'credentials'> {
   bucket: string;
   /** Upper bound of a presigned URL's lifetime; a longer requested lifetime is cut to it. */
   urlTtlSeconds: number;
+  /**
+   * Origin that presigned download URLs point at, when browsers reach the store under another
+   * name than the service does (compose: `http://minio:9000` inside, `http://localhost:9000`
+   * outside). Signing is offline, so nothing is sent to it.
+   */
+  publicEndpoint?: string;
   /** A ready client (tests pass one with static credentials); built from the options otherwise. */
   client?: S3Client;
   /** Clock in epoch milliseconds, the presigned URLs' signing time (tests mint expired URLs). */
@@ -110,6 +116,15 @@ export function createS3Storage(options: S3StorageOptions): FileStorage {
   }
   const { bucket, urlTtlSeconds } = options;
   const client = options.client ?? createS3Client(options);
+  const signer =
+    options.publicEndpoint === undefined
+      ? client
+      : createS3Client({
+          region: options.region,
+          endpoint: options.publicEndpoint,
+          forcePathStyle: options.forcePathStyle,
+          credentials: client.config.credentials,
+        });
   const now = options.now ?? Date.now;
 
   const deleteObject = (key: string) => client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
@@ -183,7 +198,7 @@ export function createS3Storage(options: S3StorageOptions): FileStorage {
         ResponseContentDisposition: attachmentDisposition(filename),
         ResponseContentType: mediaType,
       });
-      return getSignedUrl(client, command, {
+      return getSignedUrl(signer, command, {
         expiresIn: Math.min(Math.ceil(expiresInSeconds), urlTtlSeconds),
         signingDate: new Date(now()),
       });
