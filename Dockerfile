@@ -19,9 +19,23 @@ RUN npm run build && npm prune --omit=dev \
   && rm -rf node_modules/better-sqlite3/deps node_modules/better-sqlite3/src \
     node_modules/better-sqlite3/build/Release/obj node_modules/better-sqlite3/build/Release/obj.target \
     node_modules/better-sqlite3/build/Release/.deps node_modules/better-sqlite3/build/Release/*.a
+# The service reads its Python helpers (the sandbox file helper) from their source paths at run
+# time and sends them into the sandbox; collect every one, wherever it lives under src/, so the
+# runtime stage does not depend on today's layout.
+RUN mkdir -p /app/runtime-files \
+  && find src -type f -name '*.py' -exec cp --parents {} /app/runtime-files/ \;
 
 # Runtime stage: compiled code and production dependencies only, running as the unprivileged
 # `node` user with its data in a volume.
+#
+# Sandboxes: this image is made for MORDN_SANDBOX_BACKEND=docker (as in docker-compose.yml). That
+# backend speaks the Docker Engine HTTP API to MORDN_DOCKER_HOST and runs the file helper inside
+# the sandbox container with that image's Python, so this image needs neither a docker CLI nor
+# python3. It deliberately ships without bubblewrap: the bwrap backend needs unprivileged user
+# namespaces, which Docker's default seccomp profile refuses inside a container, and loosening
+# that confinement for the service is the wrong trade. With MORDN_SANDBOX_BACKEND=bwrap this
+# image reports sandboxes as unavailable (/v1/sandbox/status, /readyz); run the bwrap backend
+# from `npm start` on a host.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
@@ -32,6 +46,7 @@ COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/openapi ./openapi
+COPY --from=build /app/runtime-files/ ./
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

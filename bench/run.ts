@@ -1,4 +1,5 @@
 import { benchChat } from './chat.js';
+import { benchDocker } from './docker.js';
 import { benchHealth } from './health.js';
 import { benchSandbox } from './sandbox.js';
 import { benchUploads } from './uploads.js';
@@ -9,6 +10,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   uploads: () => benchUploads(),
   sandbox: () => benchSandbox(),
   chat: () => benchChat(),
+  docker: () => benchDocker(),
 };
 
 const requested = process.argv.slice(2);

@@ -10,7 +10,10 @@ beforeEach(async () => {
 });
 afterEach(() => target.destroy());
 
-describe('mordn init', () => {
+/** Each test starts the CLI through tsx once or twice: seconds each on a busy 2-core machine. */
+const PROCESS_TIMEOUT = { timeout: 90_000 };
+
+describe('mordn init', PROCESS_TIMEOUT, () => {
   it('creates a tenant, agent, published config and key whose first request authenticates', async () => {
     const init = await runMordn(['init', '--json'], target.environment);
     expect(init.code).toBe(0);
@@ -74,7 +77,7 @@ describe('mordn init', () => {
   });
 });
 
-describe('configuration errors', () => {
+describe('configuration errors', PROCESS_TIMEOUT, () => {
   it('stop start-up with a message naming the variable', async () => {
     const result = await runMordn(['serve'], { ...target.environment, PORT: 'eighty', MORDN_STORAGE: 'gcs' });
     expect(result.code).toBe(1);

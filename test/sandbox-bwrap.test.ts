@@ -109,7 +109,7 @@ describe('bwrap backend', () => {
   });
 
   it('checks paths again inside the helper', async () => {
-    const helper = path.join(packageRoot(), 'src/sandbox/bwrap/fileops.py');
+    const helper = path.join(packageRoot(), 'src/sandbox/runtime/fileops.py');
     for (const [operation, filePath] of [
       ['read', '../x'],
       ['read', '/etc/passwd'],

@@ -5,6 +5,7 @@ import { sweepIdleWorkspaces } from '../src/sandbox/retention.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
 import { callTool, connectSdkClient, rawMcp, toolCall } from './support/mcp.js';
+import { awayFromWindowEdge } from './support/rate-window.js';
 import { startTestService, type TestService } from './support/service.js';
 
 const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
@@ -27,6 +28,7 @@ describe('rate limits and concurrency (counted in the database)', () => {
   afterAll(() => service.close());
 
   it('answers 429 with Retry-After past the per-user limit, other users unaffected', async () => {
+    await awayFromWindowEdge(10_000);
     for (let call = 1; call <= 4; call += 1) {
       const response = await rawMcp(service, fixture.key, toolCall('sandbox_exec', { command: 'true' }, call), {
         userId: 'limited',

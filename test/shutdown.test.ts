@@ -79,7 +79,7 @@ async function untilInFlight(): Promise<void> {
   expect(reached).toBe(true);
 }
 
-describe('graceful shutdown', () => {
+describe('graceful shutdown', { timeout: 90_000 }, () => {
   it('on SIGTERM stops accepting, finishes the in-flight request, closes the database and exits 0', async () => {
     const slow = openSlowRequest();
     await untilInFlight();

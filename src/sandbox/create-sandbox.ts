@@ -4,6 +4,7 @@ import type { SandboxRuntime } from '../dependencies.js';
 import type { Logger } from '../logger.js';
 import type { SandboxBackend } from './backend.js';
 import { createBwrapBackend } from './bwrap/bwrap-backend.js';
+import { createDockerBackend } from './docker/docker-backend.js';
 import type { ToolAuthorizer } from './execution-policy.js';
 import { createCachedProbe } from './readiness-probe.js';
 
@@ -13,7 +14,17 @@ const PROBE_TTL_MS = 15_000;
 function createBackend(config: Config): SandboxBackend {
   const { sandbox } = config;
   if (sandbox.backend === 'docker') {
-    throw new Error('MORDN_SANDBOX_BACKEND=docker: the docker backend is not available in this version; use bwrap.');
+    return createDockerBackend({
+      host: sandbox.docker.host,
+      image: sandbox.docker.image,
+      limits: {
+        memoryBytes: sandbox.memoryBytes,
+        processes: sandbox.processes,
+        tmpBytes: sandbox.tmpBytes,
+        cpus: sandbox.docker.cpus,
+      },
+      idleMs: sandbox.docker.idleSeconds * 1000,
+    });
   }
   return createBwrapBackend({
     workspacesDir: path.join(config.dataDir, 'workspaces'),

@@ -5,7 +5,11 @@ import type { TestService } from './service.js';
 import { agentHeaders } from './service.js';
 
 /** The official MCP SDK client, connected to the service's sandbox endpoint as `userId`. */
-export async function connectSdkClient(service: TestService, key: string, userId = 'user-1'): Promise<Client> {
+export async function connectSdkClient(
+  service: Pick<TestService, 'url'>,
+  key: string,
+  userId = 'user-1',
+): Promise<Client> {
   const client = new Client({ name: 'mordn-tests', version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(`${service.url}/v1/sandbox/mcp`), {
     requestInit: { headers: agentHeaders(key, userId) },
@@ -31,7 +35,7 @@ export async function callTool(
 
 /** One raw JSON-RPC request, for what clients would never send (batches, odd origins…). */
 export function rawMcp(
-  service: TestService,
+  service: Pick<TestService, 'fetch'>,
   key: string,
   body: unknown,
   options: { userId?: string; headers?: Record<string, string>; method?: string; signal?: AbortSignal } = {},

@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /** The part of s3rver's (untyped, CommonJS) API used here. */
 interface S3rverInstance {
@@ -167,6 +168,9 @@ function refuse(response: http.ServerResponse): void {
   );
 }
 
+/** How long a DELETE waits for a PUT of the same key that is still being handled. */
+const PUT_SETTLE_MS = 2000;
+
 /**
  * An S3-protocol server for integration tests: s3rver in-process on 127.0.0.1 (random port,
  * silent, objects in a fresh temporary directory) with one private bucket. Path-style addressing;
@@ -184,10 +188,34 @@ export async function startS3Server(options: { bucket?: string } = {}): Promise<
   await s3rver.configureBuckets();
   const answer = s3rver.callback();
   let requests = 0;
+  // S3 never applies a PUT whose body was cut short, but s3rver may still store what arrived after
+  // the client gave up. A DELETE of that key therefore waits until such a PUT is fully handled,
+  // so the late write lands first and the delete removes it, as it would never exist on S3.
+  const writing = new Map<string, Promise<void>>();
   const server = http.createServer((request, response) => {
     requests += 1;
-    if (hasValidSignature(request)) answer(request, response);
-    else refuse(response);
+    if (!hasValidSignature(request)) return refuse(response);
+    const target = (request.url ?? '/').split('?', 1)[0] ?? '/';
+    // Koa's request handler settles once s3rver's middleware is done, stored object included.
+    const handle = () =>
+      Promise.resolve(answer(request, response) as unknown).then(
+        () => undefined,
+        () => undefined,
+      );
+    const pending = request.method === 'DELETE' ? writing.get(target) : undefined;
+    if (pending) {
+      void pending.then(handle);
+      return;
+    }
+    const handled = handle();
+    if (request.method === 'PUT') {
+      // A handler left waiting on a body that never ends stores nothing: stop waiting for it.
+      const settled = Promise.race([handled, delay(PUT_SETTLE_MS)]).then(() => undefined);
+      writing.set(target, settled);
+      void settled.then(() => {
+        if (writing.get(target) === settled) writing.delete(target);
+      });
+    }
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

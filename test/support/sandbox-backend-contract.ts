@@ -45,6 +45,9 @@ const SANDBOX_VARIABLES = new Set([
   'SHLVL',
   '_',
   'HOSTNAME',
+  // What the sandbox image defines for its libraries (docker backend).
+  'MPLBACKEND',
+  'MPLCONFIGDIR',
 ]);
 const MiB = 1024 ** 2;
 

@@ -3,7 +3,7 @@ import { agentHeaders } from './service.js';
 
 /** Uploads `bytes` as the multipart `file` field, over real HTTP. */
 export async function upload(
-  service: TestService,
+  service: Pick<TestService, 'fetch'>,
   key: string,
   file: { bytes: Uint8Array | string; filename: string; type?: string },
   userId = 'user-1',

@@ -3,6 +3,10 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { packageRoot } from '../../package-root.js';
 import type { SandboxBackend } from '../backend.js';
+import { type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
+import { OutputCapture } from '../runtime/output-capture.js';
+import { checkExecOptions, runCommand } from '../runtime/run-command.js';
+import { requireWorkspaceId } from '../runtime/workspace-path.js';
 import {
   detectHostLayout,
   HELPER_PATH,
@@ -11,20 +15,10 @@ import {
   type SandboxLimits,
   WORKSPACE_MOUNT,
 } from './bwrap-arguments.js';
-import {
-  listDirectory,
-  measureUsage,
-  openWorkspaceFile,
-  type StartHelper,
-  writeWorkspaceFile,
-} from './file-operations.js';
-import { OutputCapture } from './output-capture.js';
 import { findPidsCgroupParent, type PidsCgroupParent } from './pids-cgroup.js';
 import { describeSpawnFailure, describeStartFailure } from './probe-failure.js';
-import { checkExecOptions, runCommand } from './run-command.js';
 import { type HostUser, launchSandbox, type SandboxProcess } from './run-sandboxed.js';
 import { createWorkspaceDirectories } from './workspace-directories.js';
-import { checkWorkspacePath, requireWorkspaceId } from './workspace-path.js';
 
 export type { SandboxLimits } from './bwrap-arguments.js';
 export type { HostUser } from './run-sandboxed.js';
@@ -71,10 +65,6 @@ const REMOVE_TIMEOUT_MS = 120_000;
 const REMOVE_ATTEMPTS = 3;
 /** Empties a workspace from inside a sandbox, so no host-side walk can be turned by a symlink. */
 const CLEAR_WORKSPACE = `chmod -R u+rwX ${WORKSPACE_MOUNT} 2>/dev/null; find ${WORKSPACE_MOUNT} -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +`;
-
-function requireByteCount(maxBytes: number): void {
-  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new TypeError('maxBytes must be a non-negative integer.');
-}
 
 function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLimits {
   const given = Object.entries(overrides).filter(([, value]) => value !== undefined);
@@ -141,7 +131,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
   const cgroupParent = lazily<PidsCgroupParent | undefined>(() =>
     options.pidsCgroup === 'off' ? Promise.resolve(undefined) : findPidsCgroupParent(),
   );
-  const helperSource = lazily(() => readFile(path.join(packageRoot(), 'src/sandbox/bwrap/fileops.py')));
+  const helperSource = lazily(() => readFile(path.join(packageRoot(), 'src/sandbox/runtime/fileops.py')));
   /** Sandboxes alive per workspace, so removing a workspace can stop them first. */
   const running = new Map<string, Set<SandboxProcess>>();
 
@@ -260,30 +250,6 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
       return runCommand(() => launch(directory, command, { workspaceId }), execOptions);
     },
 
-    async listFiles(workspaceId, filePath, { maxEntries }) {
-      requireWorkspaceId(workspaceId);
-      const relative = checkWorkspacePath(filePath, { allowRoot: true });
-      if (!Number.isSafeInteger(maxEntries) || maxEntries <= 0) throw new TypeError('maxEntries must be positive.');
-      return listDirectory(await fileHelper(workspaceId), relative, maxEntries);
-    },
-
-    async openFile(workspaceId, filePath, { maxBytes }) {
-      requireWorkspaceId(workspaceId);
-      const relative = checkWorkspacePath(filePath);
-      requireByteCount(maxBytes);
-      return openWorkspaceFile(await fileHelper(workspaceId), relative, maxBytes);
-    },
-
-    async writeFile(workspaceId, filePath, body, { maxBytes, exclusive = false }) {
-      requireWorkspaceId(workspaceId);
-      const relative = checkWorkspacePath(filePath);
-      requireByteCount(maxBytes);
-      return writeWorkspaceFile(await fileHelper(workspaceId), relative, body, { maxBytes, exclusive });
-    },
-
-    async usage(workspaceId) {
-      requireWorkspaceId(workspaceId);
-      return measureUsage(await fileHelper(workspaceId));
-    },
+    ...workspaceFileOperations(fileHelper),
   };
 }

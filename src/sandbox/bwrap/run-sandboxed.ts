@@ -1,8 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
+import type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
 import { type HostUser, type SandboxShape, STAGE_MOUNT, sandboxArguments, stagingPrefix } from './bwrap-arguments.js';
 import { createPidsCgroup, type PidsCgroup, type PidsCgroupParent } from './pids-cgroup.js';
 
+export type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
 export type { HostUser } from './bwrap-arguments.js';
 
 /** How to start one sandbox. */
@@ -19,29 +21,6 @@ export interface LaunchOptions {
   cgroupParent?: PidsCgroupParent;
   /** The cgroup's ceiling, for the command's own processes (bwrap's two are added to it). */
   processes: number;
-}
-
-/** How a sandbox ended. */
-export interface SandboxExit {
-  /** The command's exit status; undefined when it never ran or was killed before reporting one. */
-  exitCode: number | undefined;
-  /** Whether `kill()` was called before the sandbox was gone. */
-  killed: boolean;
-}
-
-/** A running sandbox. Its stdout and stderr must be consumed, or it stalls on a full pipe. */
-export interface SandboxProcess {
-  readonly stdin: Writable | null;
-  readonly stdout: Readable;
-  readonly stderr: Readable;
-  /**
-   * Kills the whole sandbox: SIGKILL to bwrap's process group; bwrap's init inside dies with it
-   * (`--die-with-parent`), and with the init of a PID namespace the kernel kills every process
-   * in it, however it detached (`setsid`, `nohup`, double fork). Safe to call at any time.
-   */
-  kill(): void;
-  /** Settles once every process of the sandbox is gone (and its cgroup removed). */
-  readonly exited: Promise<SandboxExit>;
 }
 
 /** bwrap's status fd carries two small JSON lines; anything longer is not bwrap talking. */

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { WorkspaceFileError, type WorkspaceFileErrorCode } from '../backend.js';
 import { OutputCapture } from './output-capture.js';
-import type { SandboxProcess } from './run-sandboxed.js';
+import type { SandboxProcess } from './sandbox-process.js';
 
 /** The service's half of the line-and-frames protocol `fileops.py` speaks (see its docstring). */
 

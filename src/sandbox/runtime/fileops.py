@@ -1,7 +1,8 @@
-"""Workspace file operations for the bwrap sandbox backend.
+"""Workspace file operations for both sandbox backends.
 
-Runs INSIDE the sandbox (bound read-only at /opt/mordn/fileops.py), never on the host, so even a
-mistake here can only reach what the sandbox itself can reach. On top of that, every path is
+Runs INSIDE the sandbox (bwrap: bound read-only at /opt/mordn/fileops.py; docker: passed to
+`python3 -c` in the workspace's container), never on the host, so even a mistake here can only
+reach what the sandbox itself can reach. On top of that, every path is
 walked one component at a time with os.open(dir_fd=..., O_NOFOLLOW): a symlink planted anywhere
 on the path by sandboxed code (also one swapped in while we walk) is refused, never followed.
 
@@ -21,6 +22,7 @@ import errno
 import fcntl
 import json
 import os
+import resource
 import stat
 import sys
 
@@ -349,6 +351,9 @@ OPERATIONS = {"list": (list_directory, 2), "read": (read_file, 2), "write": (wri
 
 
 def main(arguments):
+    # One descriptor per directory level: take the hard limit the backend grants the helper.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if not arguments or arguments[0] not in OPERATIONS:
         raise Refusal("FAILED", "Unknown operation.")
     operation, arity = OPERATIONS[arguments[0]]

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ExecOptions, ExecResult } from '../backend.js';
 import { OutputCapture } from './output-capture.js';
-import type { SandboxProcess } from './run-sandboxed.js';
+import type { SandboxProcess } from './sandbox-process.js';
 
 /** Throws a TypeError for options no caller should pass (they come from the service, not users). */
 export function checkExecOptions(options: ExecOptions): void {

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
-import { type DirectoryEntry, type ListResult, WorkspaceFileError } from '../backend.js';
+import { type DirectoryEntry, type ListResult, type SandboxBackend, WorkspaceFileError } from '../backend.js';
 import { captureStderr, collectReply, drained, helperFailure, parseReply, readStatusLine } from './helper-protocol.js';
-import type { SandboxProcess } from './run-sandboxed.js';
+import type { SandboxProcess } from './sandbox-process.js';
+import { checkWorkspacePath, requireWorkspaceId } from './workspace-path.js';
 
 /** Starts `fileops.py` with these arguments in a fresh sandbox of the workspace. */
 export type StartHelper = (helperArguments: string[], options: { stdin: boolean }) => Promise<SandboxProcess>;
@@ -196,4 +197,44 @@ export async function writeWorkspaceFile(
   const reply = parseReply(result);
   if (!Number.isSafeInteger(reply.size)) throw new Error('The sandbox file helper sent no size.');
   return { size: reply.size as number };
+}
+
+function requireByteCount(maxBytes: number): void {
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new TypeError('maxBytes must be a non-negative integer.');
+}
+
+/**
+ * The four file operations of a backend, over whatever starts `fileops.py` inside a workspace's
+ * boundary: arguments are checked here, the walking is done by the helper.
+ */
+export function workspaceFileOperations(
+  helperFor: (workspaceId: string) => Promise<StartHelper>,
+): Pick<SandboxBackend, 'listFiles' | 'openFile' | 'writeFile' | 'usage'> {
+  return {
+    async listFiles(workspaceId, filePath, { maxEntries }) {
+      requireWorkspaceId(workspaceId);
+      const relative = checkWorkspacePath(filePath, { allowRoot: true });
+      if (!Number.isSafeInteger(maxEntries) || maxEntries <= 0) throw new TypeError('maxEntries must be positive.');
+      return listDirectory(await helperFor(workspaceId), relative, maxEntries);
+    },
+
+    async openFile(workspaceId, filePath, { maxBytes }) {
+      requireWorkspaceId(workspaceId);
+      const relative = checkWorkspacePath(filePath);
+      requireByteCount(maxBytes);
+      return openWorkspaceFile(await helperFor(workspaceId), relative, maxBytes);
+    },
+
+    async writeFile(workspaceId, filePath, body, { maxBytes, exclusive = false }) {
+      requireWorkspaceId(workspaceId);
+      const relative = checkWorkspacePath(filePath);
+      requireByteCount(maxBytes);
+      return writeWorkspaceFile(await helperFor(workspaceId), relative, body, { maxBytes, exclusive });
+    },
+
+    async usage(workspaceId) {
+      requireWorkspaceId(workspaceId);
+      return measureUsage(await helperFor(workspaceId));
+    },
+  };
 }

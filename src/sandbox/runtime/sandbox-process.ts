@@ -1,0 +1,28 @@
+import type { Readable, Writable } from 'node:stream';
+
+/** How a sandboxed process ended. */
+export interface SandboxExit {
+  /** The command's exit status; undefined when it never ran or was killed before reporting one. */
+  exitCode: number | undefined;
+  /** Whether `kill()` was called before the process was gone. */
+  killed: boolean;
+}
+
+/**
+ * One process a backend started inside a workspace's boundary. Its stdout and stderr must be
+ * consumed, or it stalls on a full pipe. Both backends hand these to the same exec and
+ * file-helper code.
+ */
+export interface SandboxProcess {
+  readonly stdin: Writable | null;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /**
+   * Kills the process and everything it started, however it detached (`setsid`, `nohup`, double
+   * fork): each backend kills a whole boundary (bwrap: the PID namespace; docker: the
+   * workspace's container). Safe to call at any time.
+   */
+  kill(): void;
+  /** Settles once every process it started is gone. */
+  readonly exited: Promise<SandboxExit>;
+}

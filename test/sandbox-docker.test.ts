@@ -1,0 +1,252 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { containerName, volumeName } from '../src/sandbox/docker/container-spec.js';
+import { createDockerBackend, type DockerBackendOptions } from '../src/sandbox/docker/docker-backend.js';
+import { createEngineApi, EngineApiError } from '../src/sandbox/docker/engine-api.js';
+import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
+import { type Json, readJson } from './support/json.js';
+import { callTool, connectSdkClient } from './support/mcp.js';
+import {
+  describeSandboxBackendContract,
+  newWorkspaceId,
+  SANDBOX_CONTRACT_LIMITS,
+} from './support/sandbox-backend-contract.js';
+import { agentHeaders, startTestService, type TestService } from './support/service.js';
+
+const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
+
+/**
+ * The docker backend against a real daemon and the real sandbox image. CI sets
+ * MORDN_TEST_DOCKER=require (see .ci/run), so a missing daemon or image fails the run there;
+ * elsewhere the suite is skipped with the reason printed.
+ */
+const DOCKER_HOST = process.env.MORDN_TEST_DOCKER_HOST ?? 'unix:///var/run/docker.sock';
+const IMAGE = process.env.MORDN_TEST_SANDBOX_IMAGE ?? 'mordn-sandbox:latest';
+const api = createEngineApi(DOCKER_HOST);
+
+async function dockerUnavailable(): Promise<string | undefined> {
+  try {
+    await api.call({ method: 'GET', path: '/_ping' });
+    await api.call({ method: 'GET', path: `/images/${encodeURIComponent(IMAGE)}/json` });
+    return undefined;
+  } catch (error) {
+    return `Docker at ${DOCKER_HOST} with image ${IMAGE}: ${String(error)}`;
+  }
+}
+
+const unavailable = await dockerUnavailable();
+if (unavailable && process.env.MORDN_TEST_DOCKER === 'require') {
+  throw new Error(`MORDN_TEST_DOCKER=require, but ${unavailable}`);
+}
+if (unavailable) console.warn(`Skipping the docker backend suite: ${unavailable}`);
+
+const workspaces = new Set<string>();
+function docker(options: Partial<DockerBackendOptions> = {}) {
+  return createDockerBackend({ host: DOCKER_HOST, image: IMAGE, limits: SANDBOX_CONTRACT_LIMITS, ...options });
+}
+
+async function inspectContainer(workspaceId: string) {
+  try {
+    return (await api.call<Json>({ method: 'GET', path: `/containers/${containerName(workspaceId)}/json` })).body;
+  } catch (error) {
+    if (error instanceof EngineApiError && error.status === 404) return undefined;
+    throw error;
+  }
+}
+
+async function volumeExists(workspaceId: string): Promise<boolean> {
+  return api.call({ method: 'GET', path: `/volumes/${volumeName(workspaceId)}` }).then(
+    () => true,
+    (error: unknown) => {
+      if (error instanceof EngineApiError && error.status === 404) return false;
+      throw error;
+    },
+  );
+}
+
+afterAll(async () => {
+  const backend = docker();
+  for (const workspaceId of workspaces) await backend.removeWorkspace(workspaceId).catch(() => undefined);
+  await api.close();
+});
+
+describe.skipIf(unavailable !== undefined)('docker backend', () => {
+  describeSandboxBackendContract('docker', async () => ({ backend: docker(), cleanup: async () => undefined }));
+
+  describe('containers', () => {
+    const backend = docker();
+    const workspace = newWorkspaceId();
+    workspaces.add(workspace);
+
+    beforeAll(async () => {
+      await backend.ensureWorkspace(workspace);
+    });
+
+    it('creates the volume at once and the container only on the first call', async () => {
+      expect(await volumeExists(workspace)).toBe(true);
+      expect(await inspectContainer(workspace)).toBeUndefined();
+      const result = await backend.exec(workspace, {
+        command: 'echo hi > f && cat f',
+        timeoutMs: 15_000,
+        maxOutputBytes: 1024,
+      });
+      expect(result.stdout).toBe('hi\n');
+      expect((await inspectContainer(workspace))?.State.Running).toBe(true);
+    });
+
+    it('runs the container locked down, with the workspace volume as its only mount', async () => {
+      const container = await inspectContainer(workspace);
+      const hostConfig = container.HostConfig;
+      expect(hostConfig).toMatchObject({
+        NetworkMode: 'none',
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        Privileged: false,
+        ReadonlyRootfs: true,
+        PidsLimit: SANDBOX_CONTRACT_LIMITS.processes,
+        Memory: SANDBOX_CONTRACT_LIMITS.memoryBytes + SANDBOX_CONTRACT_LIMITS.tmpBytes,
+        NanoCpus: 1e9,
+      });
+      expect(Object.keys(hostConfig.Tmpfs)).toEqual(['/tmp']);
+      expect(hostConfig.Binds ?? []).toEqual([]);
+      expect(hostConfig.Ulimits).toEqual(
+        expect.arrayContaining([
+          { Name: 'nofile', Soft: SANDBOX_CONTRACT_LIMITS.openFiles, Hard: 1024 },
+          { Name: 'fsize', Soft: SANDBOX_CONTRACT_LIMITS.fileSizeBytes, Hard: SANDBOX_CONTRACT_LIMITS.fileSizeBytes },
+        ]),
+      );
+      expect(container.Config.User).toBe('1000:1000');
+      expect(container.Mounts).toEqual([
+        expect.objectContaining({ Type: 'volume', Name: volumeName(workspace), Destination: '/workspace' }),
+      ]);
+      const environment = (container.Config.Env as string[]).map((entry) => entry.slice(0, entry.indexOf('=')));
+      expect(environment).not.toContain('MORDN_TEST_SECRET');
+      expect(environment.filter((name) => name.startsWith('MORDN_') || name.startsWith('AWS_'))).toEqual([]);
+    });
+
+    it('stops the container on a timeout and starts it again on the next call, keeping the files', async () => {
+      const result = await backend.exec(workspace, { command: 'sleep 30', timeoutMs: 500, maxOutputBytes: 1024 });
+      expect(result.timedOut).toBe(true);
+      expect((await inspectContainer(workspace))?.State.Running).toBe(false);
+      const after = await backend.exec(workspace, { command: 'cat f', timeoutMs: 15_000, maxOutputBytes: 1024 });
+      expect(after.stdout).toBe('hi\n');
+    });
+
+    it('removes the container and the volume, and again without complaint', async () => {
+      const doomed = newWorkspaceId();
+      workspaces.add(doomed);
+      await backend.ensureWorkspace(doomed);
+      await backend.exec(doomed, { command: 'echo x > y', timeoutMs: 15_000, maxOutputBytes: 1024 });
+      await backend.removeWorkspace(doomed);
+      expect(await inspectContainer(doomed)).toBeUndefined();
+      expect(await volumeExists(doomed)).toBe(false);
+      await expect(backend.removeWorkspace(doomed)).resolves.toBeUndefined();
+    });
+
+    it('creates one container when first calls race', async () => {
+      const racing = newWorkspaceId();
+      workspaces.add(racing);
+      const other = docker();
+      await backend.ensureWorkspace(racing);
+      const results = await Promise.all(
+        [backend, other, backend, other].map((each, index) =>
+          each.exec(racing, { command: `echo ${index}`, timeoutMs: 15_000, maxOutputBytes: 1024 }),
+        ),
+      );
+      expect(results.map((result) => result.stdout)).toEqual(['0\n', '1\n', '2\n', '3\n']);
+      const listed = await api.call<unknown[]>({
+        method: 'GET',
+        path: `/containers/json?all=true&filters=${encodeURIComponent(JSON.stringify({ label: [`org.mordn.workspace=${racing}`] }))}`,
+      });
+      expect(listed.body).toHaveLength(1);
+    });
+  });
+
+  describe('idle stop', () => {
+    it('stops an idle container, keeps its volume, and the next call finds the files', async () => {
+      const backend = docker({ idleMs: 1000 });
+      const workspace = newWorkspaceId();
+      workspaces.add(workspace);
+      await backend.ensureWorkspace(workspace);
+      await backend.exec(workspace, { command: 'echo kept > k', timeoutMs: 15_000, maxOutputBytes: 1024 });
+      let running = true;
+      for (let attempt = 0; attempt < 50 && running; attempt += 1) {
+        await delay(200);
+        running = (await inspectContainer(workspace))?.State.Running === true;
+      }
+      expect(running).toBe(false);
+      expect(await volumeExists(workspace)).toBe(true);
+      const after = await backend.exec(workspace, { command: 'cat k', timeoutMs: 15_000, maxOutputBytes: 1024 });
+      expect(after.stdout).toBe('kept\n');
+    });
+
+    it('does not stop a container while a command runs in it', async () => {
+      const backend = docker({ idleMs: 500 });
+      const workspace = newWorkspaceId();
+      workspaces.add(workspace);
+      await backend.ensureWorkspace(workspace);
+      const result = await backend.exec(workspace, {
+        command: 'sleep 2; echo done',
+        timeoutMs: 15_000,
+        maxOutputBytes: 1024,
+      });
+      expect(result).toMatchObject({ exitCode: 0, stdout: 'done\n' });
+    });
+  });
+
+  describe('readiness', () => {
+    it('probes a reachable daemon with the image', async () => {
+      await expect(docker().probe()).resolves.toBeUndefined();
+    });
+
+    it('fails the probe when the image is missing, naming it', async () => {
+      await expect(docker({ image: 'mordn-missing-image:none' }).probe()).rejects.toThrow(/mordn-missing-image:none/);
+    });
+
+    it('fails the probe when the daemon is unreachable', async () => {
+      await expect(docker({ host: 'unix:///nonexistent/docker.sock' }).probe()).rejects.toThrow();
+    });
+
+    it('serves MCP tool calls through the docker backend, and reports it unavailable without its image', async () => {
+      const withImage = async <T>(image: string, use: (service: TestService, fixture: AgentFixture) => Promise<T>) => {
+        const service = await startTestService({
+          environment: {
+            MORDN_SANDBOX_ENABLED: 'true',
+            MORDN_SANDBOX_BACKEND: 'docker',
+            MORDN_DOCKER_HOST: DOCKER_HOST,
+            MORDN_SANDBOX_IMAGE: image,
+          },
+        });
+        try {
+          return await use(service, await createAgentFixture(service.database.db, { published: ENABLED }));
+        } finally {
+          await service.close();
+        }
+      };
+      const status = async (service: TestService, fixture: AgentFixture) =>
+        readJson(await service.fetch('/v1/sandbox/status', { headers: agentHeaders(fixture.key, 'alice') }));
+
+      await withImage(IMAGE, async (service, fixture) => {
+        expect(await status(service, fixture)).toStrictEqual({ enabled: true, available: true });
+        const client = await connectSdkClient(service, fixture.key, 'alice');
+        try {
+          const result = await callTool(client, 'sandbox_exec', { command: 'echo hello > note.txt && pwd && id -u' });
+          expect(result.value).toMatchObject({ exitCode: 0, stdout: '/workspace\n1000\n' });
+          const read = await callTool(client, 'sandbox_read_file', { path: 'note.txt' });
+          expect(read.value).toEqual({ path: 'note.txt', size: 6, content: 'hello\n' });
+        } finally {
+          await client.close();
+        }
+        const [workspace] = await service.database.db.selectFrom('workspaces').select(['id', 'backend']).execute();
+        expect(workspace?.backend).toBe('docker');
+        if (workspace) {
+          workspaces.add(workspace.id);
+          expect(await volumeExists(workspace.id)).toBe(true);
+        }
+      });
+      await withImage('mordn-missing-image:none', async (service, fixture) => {
+        expect(await status(service, fixture)).toStrictEqual({ enabled: true, available: false });
+      });
+    });
+  });
+});
