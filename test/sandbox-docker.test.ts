@@ -78,20 +78,18 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
     const workspace = newWorkspaceId();
     workspaces.add(workspace);
 
-    beforeAll(async () => {
-      await backend.ensureWorkspace(workspace);
-    });
-
-    it('creates the volume at once and the container only on the first call', async () => {
-      expect(await volumeExists(workspace)).toBe(true);
+    it('ensureWorkspace creates the volume and starts the container; the next calls use them', async () => {
+      expect(await volumeExists(workspace)).toBe(false);
       expect(await inspectContainer(workspace)).toBeUndefined();
+      await backend.ensureWorkspace(workspace);
+      expect(await volumeExists(workspace)).toBe(true);
+      expect((await inspectContainer(workspace))?.State.Running).toBe(true);
       const result = await backend.exec(workspace, {
         command: 'echo hi > f && cat f',
         timeoutMs: 15_000,
         maxOutputBytes: 1024,
       });
       expect(result.stdout).toBe('hi\n');
-      expect((await inspectContainer(workspace))?.State.Running).toBe(true);
     });
 
     it('runs the container locked down, with the workspace volume as its only mount', async () => {
@@ -147,11 +145,11 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       const racing = newWorkspaceId();
       workspaces.add(racing);
       const other = docker();
-      await backend.ensureWorkspace(racing);
       const results = await Promise.all(
-        [backend, other, backend, other].map((each, index) =>
-          each.exec(racing, { command: `echo ${index}`, timeoutMs: 15_000, maxOutputBytes: 1024 }),
-        ),
+        [backend, other, backend, other].map(async (each, index) => {
+          await each.ensureWorkspace(racing);
+          return each.exec(racing, { command: `echo ${index}`, timeoutMs: 15_000, maxOutputBytes: 1024 });
+        }),
       );
       expect(results.map((result) => result.stdout)).toEqual(['0\n', '1\n', '2\n', '3\n']);
       const listed = await api.call<unknown[]>({

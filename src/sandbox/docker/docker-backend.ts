@@ -83,9 +83,9 @@ function resolveLimits(overrides: Partial<ContainerLimits> = {}): ContainerLimit
  * The container sandbox backend: one container per workspace, driven through the Docker Engine
  * API (never the docker CLI). See `workspaceContainer` for exactly what a container gets.
  *
- * - A workspace is a named volume, created by `ensureWorkspace`; its container is created and
- *   started lazily by the first call, stopped after `idleMs` without calls (the volume stays),
- *   and started again by the next one.
+ * - A workspace is a named volume and one container, both created by `ensureWorkspace`, which the
+ *   service calls on a user's first tool call (nothing exists before). The container is stopped
+ *   after `idleMs` without calls (the volume stays) and started again by the next one.
  * - Commands and file operations are execs in that container as the unprivileged user; file
  *   operations run the same `fileops.py` walker as bwrap, inside the container, so no host-side
  *   copy (the `docker cp` class of symlink races) exists.
@@ -110,6 +110,8 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   /** In-flight starts per workspace, so concurrent first calls create and start once. */
   const starting = new Map<string, Promise<void>>();
   const idleTimers = new Map<string, NodeJS.Timeout>();
+  /** Workspaces whose container this process started and has not seen stop since. */
+  const ready = new Set<string>();
 
   const inspect = async (workspaceId: string) => {
     try {
@@ -129,28 +131,34 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
         if (!isStatus(error, 404)) throw error;
       });
 
-  const create = async (workspaceId: string) => {
+  /** Creates the container; false when one of that name exists already (maybe from another replica). */
+  const create = async (workspaceId: string): Promise<boolean> => {
     try {
       await api.call({
         method: 'POST',
         path: `/containers/create?name=${containerName(workspaceId)}`,
         body: workspaceContainer(workspaceId, image, limits),
       });
+      return true;
     } catch (error) {
-      // Another replica created it a moment ago.
       if (!isStatus(error, 409)) throw error;
+      return false;
     }
   };
 
-  /** Creates (or, after an image change, re-creates) and starts the workspace's container. */
+  /**
+   * Creates and starts the workspace's container. One that exists is started as it is, or
+   * re-created first when it is stopped and was made from another image (an upgrade).
+   */
   const start = async (workspaceId: string) => {
-    let container = await inspect(workspaceId);
-    if (container && !container.State?.Running && container.Config?.Image !== image) {
-      await removeContainer(workspaceId);
-      container = undefined;
+    if (!(await create(workspaceId))) {
+      const container = await inspect(workspaceId);
+      if (container?.State?.Running) return;
+      if (container && container.Config?.Image !== image) {
+        await removeContainer(workspaceId);
+        await create(workspaceId);
+      }
     }
-    if (!container) await create(workspaceId);
-    if (container?.State?.Running) return;
     for (let attempt = 1; ; attempt += 1) {
       try {
         await api.call({ method: 'POST', path: `/containers/${containerName(workspaceId)}/start`, accept: [304] });
@@ -166,7 +174,11 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   const ensureRunning = (workspaceId: string): Promise<void> => {
     const pending = starting.get(workspaceId);
     if (pending) return pending;
-    const started = start(workspaceId).finally(() => starting.delete(workspaceId));
+    const started = start(workspaceId)
+      .then(() => {
+        ready.add(workspaceId);
+      })
+      .finally(() => starting.delete(workspaceId));
     starting.set(workspaceId, started);
     return started;
   };
@@ -174,6 +186,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   /** Stops an idle container unless an exec (from any replica) still runs in it. */
   const stopIfIdle = async (workspaceId: string) => {
     idleTimers.delete(workspaceId);
+    ready.delete(workspaceId);
     const container = await inspect(workspaceId);
     if (!container?.State?.Running) return;
     for (const execId of container.ExecIDs ?? []) {
@@ -194,6 +207,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
 
   /** Kills every process of the workspace and returns once the container has stopped. */
   const kill = async (workspaceId: string) => {
+    ready.delete(workspaceId);
     const name = containerName(workspaceId);
     try {
       await api.call({ method: 'POST', path: `/containers/${name}/kill?signal=KILL` });
@@ -320,16 +334,21 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
 
     async ensureWorkspace(workspaceId) {
       requireWorkspaceId(workspaceId);
-      await api.call({
-        method: 'POST',
-        path: '/volumes/create',
-        body: { Name: volumeName(workspaceId), Labels: { [WORKSPACE_LABEL]: workspaceId } },
-      });
+      if (!ready.has(workspaceId)) {
+        await api.call({
+          method: 'POST',
+          path: '/volumes/create',
+          body: { Name: volumeName(workspaceId), Labels: { [WORKSPACE_LABEL]: workspaceId } },
+        });
+        await ensureRunning(workspaceId);
+      }
+      touch(workspaceId);
       return { placement: `docker ${host}` };
     },
 
     async removeWorkspace(workspaceId) {
       requireWorkspaceId(workspaceId);
+      ready.delete(workspaceId);
       clearTimeout(idleTimers.get(workspaceId));
       idleTimers.delete(workspaceId);
       await removeContainer(workspaceId);
