@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { containerName, volumeName } from '../src/sandbox/docker/container-spec.js';
 import { createDockerBackend, type DockerBackendOptions } from '../src/sandbox/docker/docker-backend.js';
 import { createEngineApi, EngineApiError } from '../src/sandbox/docker/engine-api.js';
@@ -120,6 +120,20 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       const environment = (container.Config.Env as string[]).map((entry) => entry.slice(0, entry.indexOf('=')));
       expect(environment).not.toContain('MORDN_TEST_SECRET');
       expect(environment.filter((name) => name.startsWith('MORDN_') || name.startsWith('AWS_'))).toEqual([]);
+    });
+
+    it('offers the document libraries of the sandbox image, writing only where it may', async () => {
+      const result = await backend.exec(workspace, {
+        command:
+          'python3 -c "import pandas, openpyxl, docx, pypdf, matplotlib; import matplotlib.pyplot as plt; ' +
+          "plt.plot([1, 2]); plt.savefig('chart.png'); print('ok')\"",
+        timeoutMs: 60_000,
+        maxOutputBytes: 65_536,
+      });
+      expect(result).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+      const chart = await backend.openFile(workspace, 'chart.png', { maxBytes: 1024 * 1024 });
+      chart.body.resume();
+      expect(chart.size).toBeGreaterThan(1000);
     });
 
     it('stops the container on a timeout and starts it again on the next call, keeping the files', async () => {
