@@ -90,11 +90,46 @@ describe('loadConfig', () => {
     [{ MORDN_SANDBOX_BACKEND: 'firecracker' }, 'MORDN_SANDBOX_BACKEND', 'bwrap, docker'],
     [{ MORDN_PUBLIC_URL: 'https://chat.example.com/?x=1' }, 'MORDN_PUBLIC_URL', 'query'],
     [{ MORDN_LOG_LEVEL: 'verbose' }, 'MORDN_LOG_LEVEL', 'must be one of'],
+    [{ MORDN_DOCKER_HOST: '/var/run/docker.sock' }, 'MORDN_DOCKER_HOST', 'unix:///path/to/docker.sock'],
+    [{ MORDN_DOCKER_HOST: 'tcp://proxy:2375/v1.41' }, 'MORDN_DOCKER_HOST', 'tcp://host:port'],
+    [{ MORDN_SANDBOX_CPUS: '0' }, 'MORDN_SANDBOX_CPUS', 'from 0.01 to 64'],
+    [{ MORDN_SANDBOX_IDLE_SECONDS: '1' }, 'MORDN_SANDBOX_IDLE_SECONDS', 'from 10 to 86400'],
+    [{ S3_PUBLIC_ENDPOINT: 'files.example.com' }, 'S3_PUBLIC_ENDPOINT', 'http'],
   ])('refuses %o naming %s', (environment, variable, message) => {
     const error = configError(environment);
     expect(error.variables).toContain(variable);
     expect(error.message).toContain(`${variable}: `);
     expect(error.message).toContain(message);
+  });
+
+  it('configures the docker backend and a public S3 endpoint', () => {
+    const config = loadConfig({
+      MORDN_SANDBOX_BACKEND: 'docker',
+      MORDN_DOCKER_HOST: 'tcp://docker-proxy:2375',
+      MORDN_SANDBOX_IMAGE: 'registry.example.com/mordn-sandbox:1',
+      MORDN_SANDBOX_CPUS: '1.5',
+      MORDN_SANDBOX_IDLE_SECONDS: '600',
+      MORDN_STORAGE: 's3',
+      S3_BUCKET: 'files',
+      S3_ENDPOINT: 'http://minio:9000',
+      S3_PUBLIC_ENDPOINT: 'https://files.example.com/',
+    });
+    expect(config.sandbox.docker).toEqual({
+      host: 'tcp://docker-proxy:2375',
+      image: 'registry.example.com/mordn-sandbox:1',
+      cpus: 1.5,
+      idleSeconds: 600,
+    });
+    expect(config.storage).toMatchObject({
+      endpoint: 'http://minio:9000',
+      publicEndpoint: 'https://files.example.com',
+    });
+    expect(loadConfig({}).sandbox.docker).toEqual({
+      host: 'unix:///var/run/docker.sock',
+      image: 'mordn-sandbox:latest',
+      cpus: 1,
+      idleSeconds: 300,
+    });
   });
 
   it('reports every invalid variable at once', () => {
