@@ -192,6 +192,22 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       expect(after.stdout).toBe('kept\n');
     });
 
+    it('stops containers an earlier process left running, once probed', async () => {
+      const workspace = newWorkspaceId();
+      workspaces.add(workspace);
+      await docker().ensureWorkspace(workspace);
+      expect((await inspectContainer(workspace))?.State.Running).toBe(true);
+      // A new process (as after a restart) that never used this workspace.
+      await docker({ idleMs: 1000 }).probe();
+      let running = true;
+      for (let attempt = 0; attempt < 50 && running; attempt += 1) {
+        await delay(200);
+        running = (await inspectContainer(workspace))?.State.Running === true;
+      }
+      expect(running).toBe(false);
+      expect(await volumeExists(workspace)).toBe(true);
+    });
+
     it('does not stop a container while a command runs in it', async () => {
       const backend = docker({ idleMs: 500 });
       const workspace = newWorkspaceId();

@@ -206,6 +206,23 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   };
 
   /** Kills every process of the workspace and returns once the container has stopped. */
+  /**
+   * Containers left running by an earlier process (a restart, another replica that went away)
+   * get an idle timer here too, so none runs forever.
+   */
+  let adopted = false;
+  const adoptRunning = async () => {
+    const filters = encodeURIComponent(JSON.stringify({ label: [WORKSPACE_LABEL], status: ['running'] }));
+    const { body } = await api.call<Array<{ Labels?: Record<string, string> }>>({
+      method: 'GET',
+      path: `/containers/json?filters=${filters}`,
+    });
+    for (const container of body ?? []) {
+      const workspaceId = container.Labels?.[WORKSPACE_LABEL];
+      if (workspaceId && !idleTimers.has(workspaceId)) touch(workspaceId);
+    }
+  };
+
   const kill = async (workspaceId: string) => {
     ready.delete(workspaceId);
     const name = containerName(workspaceId);
@@ -322,6 +339,12 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
 
     async probe() {
       await api.call({ method: 'GET', path: '/_ping' });
+      if (!adopted) {
+        adopted = true;
+        adoptRunning().catch(() => {
+          adopted = false;
+        });
+      }
       try {
         await api.call({ method: 'GET', path: `/images/${encodeURIComponent(image)}/json` });
       } catch (error) {
