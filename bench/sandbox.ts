@@ -1,9 +1,7 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
-import type { SandboxBackend } from '../src/sandbox/backend.js';
-import { createBwrapBackend } from '../src/sandbox/bwrap/bwrap-backend.js';
 import { ADMIN_TOKEN, type BenchServer, median, provisionAgent, startBenchServer } from './support.js';
 
 const dispatcher = new Agent({ connections: 4 });
@@ -46,14 +44,23 @@ function mcpCall(
 
 /**
  * The floor for one exec: the same bwrap sandbox (same isolation, limits and, for a root service,
- * the same privilege drop) spawned directly from Node in this process — no HTTP, MCP, database or
- * workspace bookkeeping.
+ * the same privilege drop) spawned directly from Node — no HTTP, MCP, database or workspace
+ * bookkeeping — in a process pinned like the service's, since spawning from a process that shares
+ * one core with its children costs more than from an unpinned one.
  */
-async function bareBwrapRun(backend: SandboxBackend): Promise<number> {
-  const started = performance.now();
-  const result = await backend.exec('bench-bare', { command: 'true', timeoutMs: 10_000, maxOutputBytes: 1024 });
-  if (result.exitCode !== 0) throw new Error(`bare sandbox exited ${result.exitCode}`);
-  return performance.now() - started;
+async function startBareBwrap(): Promise<{ run(): Promise<number>; stop(): Promise<void> }> {
+  const server = await startBenchServer('bare-bwrap');
+  const lines = createInterface({ input: server.child.stdout as Readable });
+  const pending: Array<(ms: number) => void> = [];
+  lines.on('line', (line) => pending.shift()?.(Number(line)));
+  return {
+    run: () =>
+      new Promise<number>((resolve) => {
+        pending.push(resolve);
+        server.child.stdin?.write('run\n');
+      }),
+    stop: () => server.stop(),
+  };
 }
 
 async function rssKiB(server: BenchServer): Promise<number> {
@@ -79,9 +86,7 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
     MORDN_SANDBOX_CALLS_PER_MINUTE: '10000',
     MORDN_SANDBOX_MAX_CONCURRENT_CALLS: '64',
   });
-  const scratch = await mkdtemp(path.join(tmpdir(), 'mordn-bench-bwrap-'));
-  const bareBackend = createBwrapBackend({ workspacesDir: scratch });
-  await bareBackend.ensureWorkspace('bench-bare');
+  const bareBwrap = await startBareBwrap();
   try {
     const base = `http://127.0.0.1:${server.port}`;
     const enabledKey = await provisionAgent(base, true);
@@ -91,13 +96,13 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
     const execTrue = mcpCall(base, enabledKey, 'bench-user', 'sandbox_exec', { command: 'true' });
     for (let index = 0; index < 20; index += 1) {
       await execTrue();
-      await bareBwrapRun(bareBackend);
+      await bareBwrap.run();
     }
     const overMcp: number[] = [];
     const bare: number[] = [];
     for (let index = 0; index < samples; index += 1) {
       overMcp.push(await timed(execTrue));
-      bare.push(await bareBwrapRun(bareBackend));
+      bare.push(await bareBwrap.run());
     }
 
     // No-op tools/call vs plain JSON POST.
@@ -152,7 +157,7 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
     const firstExtra = median(first) - median(warm);
     console.log(`\nSandbox: medians of ${samples} sequential calls (bwrap backend, SQLite)`);
     console.table([
-      { measure: 'bare bwrap sandbox running `true` (in-process)', 'median ms': median(bare).toFixed(2) },
+      { measure: 'bare bwrap sandbox running `true` (pinned process)', 'median ms': median(bare).toFixed(2) },
       {
         measure: 'sandbox_exec `true` over MCP (warm)',
         'median ms': median(overMcp).toFixed(2),
@@ -181,8 +186,7 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
     return { execRatio, noOpRatio, firstMs: median(first), growthMiB: growth };
   } finally {
     await server.stop();
-    await bareBackend.removeWorkspace('bench-bare').catch(() => undefined);
-    await rm(scratch, { recursive: true, force: true });
+    await bareBwrap.stop();
     await dispatcher.close();
   }
 }

@@ -25,7 +25,7 @@ export function startBenchServer(name: string, environment: Record<string, strin
   const pinned = PIN_CORES ? ['taskset', '-c', '0', ...command] : command;
   const child = spawn(pinned[0] as string, pinned.slice(1), {
     env: { ...process.env, ...environment },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
