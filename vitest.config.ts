@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Three projects: pure unit tests beside the code (`src/**`), and the integration suite (`test/**`)
- * run once on SQLite and once on PostgreSQL, selected by MORDN_TEST_DATABASE. Suites that touch
- * no database (the sandbox backend contract) run in the SQLite project only; suites that need a
- * database several processes share (replicas) run in the PostgreSQL project only.
+ * Four projects: pure unit tests beside the code (`src/**`), the integration suite (`test/**`)
+ * run once on SQLite and once on PostgreSQL, selected by MORDN_TEST_DATABASE, and the end-to-end
+ * suite (`test/e2e/**`), run once, which packs the library, installs it into the Next.js example,
+ * builds that and drives it in Chromium. Suites that touch no database (the sandbox backend
+ * contract) run in the SQLite project only; suites that need a database several processes share
+ * (replicas) run in the PostgreSQL project only.
  */
 const DATABASE_FREE = [
   'test/sandbox-bwrap.test.ts',
@@ -13,6 +15,7 @@ const DATABASE_FREE = [
   'test/scripted-model.test.ts',
 ];
 const POSTGRES_ONLY = ['test/replicas.test.ts'];
+const END_TO_END = 'test/e2e/**';
 export default defineConfig({
   test: {
     testTimeout: 20_000,
@@ -24,7 +27,7 @@ export default defineConfig({
         test: {
           name: 'sqlite',
           include: ['test/**/*.test.ts'],
-          exclude: POSTGRES_ONLY,
+          exclude: [...POSTGRES_ONLY, END_TO_END],
           env: { MORDN_TEST_DATABASE: 'sqlite' },
         },
       },
@@ -33,9 +36,21 @@ export default defineConfig({
         test: {
           name: 'postgres',
           include: ['test/**/*.test.ts'],
-          exclude: DATABASE_FREE,
+          exclude: [...DATABASE_FREE, END_TO_END],
           env: { MORDN_TEST_DATABASE: 'postgres' },
           globalSetup: ['test/support/postgres-global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: [`${END_TO_END}/*.test.ts`],
+          env: { MORDN_TEST_DATABASE: 'sqlite' },
+          // Packs the library and installs and builds the example once (minutes on a small machine).
+          globalSetup: ['test/e2e/global-setup.ts'],
+          testTimeout: 240_000,
+          hookTimeout: 240_000,
         },
       },
     ],
