@@ -6,6 +6,7 @@ import { type ChatHandler, createChatHandler } from '../src/chat/create-chat-han
 import { createDatabaseChatStore } from '../src/chat/database-chat-store.js';
 import { createLanguageModel } from '../src/chat/model.js';
 import { createServiceAttachmentStorage } from '../src/chat/service-attachment-storage.js';
+import type { ModelConfig } from '../src/config.js';
 import type { AppDependencies } from '../src/dependencies.js';
 import { ServiceError } from '../src/errors.js';
 import { createHostedSandboxes } from '../src/hosted/create-hosted-sandboxes.js';
@@ -32,8 +33,24 @@ const ChatIdParams = z.object({
  * same managed-sandbox integration (`createHostedSandboxes`) any host gets. One engine, one
  * security path.
  */
+/** Distinct model ids whose provider objects are kept between requests (agents may each pick one). */
+const MAX_CACHED_MODELS = 64;
+
 export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies): void {
   const { db } = deps.database;
+  // A provider's model object is stateless but costly to build (it compiles its response schemas):
+  // one per model id serves every request.
+  const models = new Map<string, ReturnType<typeof createLanguageModel>>();
+  const modelFor = (modelConfig: ModelConfig, modelId?: string) => {
+    const key = modelId ?? modelConfig.modelId;
+    let model = models.get(key);
+    if (!model) {
+      if (models.size >= MAX_CACHED_MODELS) models.clear();
+      model = createLanguageModel(modelConfig, modelId ? { modelId } : {});
+      models.set(key, model);
+    }
+    return model;
+  };
 
   const handlerFor = (c: Context<AppEnv>): ChatHandler => {
     const principal = c.get('principal');
@@ -47,7 +64,7 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
     const selfBaseUrl = deps.selfBaseUrl;
     return createChatHandler({
       getUserId: () => principal.userId,
-      model: (config) => createLanguageModel(modelConfig, config.model ? { modelId: config.model } : {}),
+      model: (config) => modelFor(modelConfig, config.model),
       store: createDatabaseChatStore(db, agent),
       storage: createServiceAttachmentStorage(
         { db, storage: deps.storage, logger: deps.logger },
