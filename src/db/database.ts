@@ -1,7 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import {
+  Kysely,
+  type SqliteDatabase as KyselySqliteDatabase,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+} from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
 import { migrationProvider } from './migrations/index.js';
@@ -28,6 +35,32 @@ export interface OpenDatabaseOptions {
 
 const INT8_OID = 20;
 
+/** Distinct SQL texts whose prepared statements are kept (queries are built from a fixed set). */
+const STATEMENT_CACHE_SIZE = 512;
+
+/**
+ * Kysely prepares every query anew, and preparing costs more than running most of ours. A SQLite
+ * statement can be run again with new parameters, so each distinct SQL text is prepared once and
+ * kept (least recently used first out); one that is still being iterated is not shared.
+ */
+function withStatementCache(database: SqliteDatabase.Database): KyselySqliteDatabase {
+  const statements = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => {
+      statements.clear();
+      database.close();
+    },
+    prepare(query: string) {
+      const cached = statements.get(query);
+      statements.delete(query);
+      const statement = cached && !cached.busy ? cached : database.prepare(query);
+      statements.set(query, statement);
+      if (statements.size > STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value as string);
+      return statement;
+    },
+  };
+}
+
 function createSqliteDialect(file: string): SqliteDialect {
   if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const database = new SqliteDatabase(file);
@@ -35,7 +68,7 @@ function createSqliteDialect(file: string): SqliteDialect {
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
-  return new SqliteDialect({ database });
+  return new SqliteDialect({ database: withStatementCache(database) });
 }
 
 function createPostgresDialect(url: string, schema: string | undefined): PostgresDialect {
