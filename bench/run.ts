@@ -1,6 +1,7 @@
 import { benchChat } from './chat.js';
 import { benchDocker } from './docker.js';
 import { benchHealth } from './health.js';
+import { benchMcpMemory } from './mcp-memory.js';
 import { benchSandbox } from './sandbox.js';
 import { benchUploads } from './uploads.js';
 
@@ -11,6 +12,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   sandbox: () => benchSandbox(),
   chat: () => benchChat(),
   docker: () => benchDocker(),
+  'mcp-memory': () => benchMcpMemory(),
 };
 
 const requested = process.argv.slice(2);
