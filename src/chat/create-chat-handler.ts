@@ -11,6 +11,7 @@ import {
   type UIMessage,
 } from 'ai';
 import { type AgentConfig, isSandboxEnabled } from '../agents/config-schema.js';
+import { SANDBOX_TOOL_NAMES } from '../config.js';
 import { ServiceError } from '../errors.js';
 import { readBodyWithLimit } from '../http/json-body.js';
 import { normalizeError, problemResponse } from '../http/problem.js';
@@ -30,14 +31,7 @@ import type {
 } from './types.js';
 
 /** The six tool names the managed integration owns; no other tool source may use them. */
-export const RESERVED_TOOL_NAMES = new Set([
-  'sandbox_exec',
-  'sandbox_list_files',
-  'sandbox_read_file',
-  'sandbox_write_file',
-  'sandbox_import_file',
-  'sandbox_publish_file',
-]);
+export const RESERVED_TOOL_NAMES = new Set<string>(SANDBOX_TOOL_NAMES);
 
 export interface CreateChatHandlerOptions {
   /** The verified, signed-in user of a request (from the host's own session), or null. */

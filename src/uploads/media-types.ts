@@ -8,25 +8,6 @@ export const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessin
 export const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 export const PPTX = 'application/vnd.openxmlformats-officedocument.presentationml.presentation';
 
-/** Added to the default set only while the caller's managed-sandbox gate is open. */
-export const MANAGED_UPLOAD_TYPES = [
-  'application/pdf',
-  DOCX,
-  XLSX,
-  PPTX,
-  'text/plain',
-  'text/markdown',
-  'text/csv',
-  'text/tab-separated-values',
-  'application/json',
-] as const;
-
-export type UploadMediaType = (typeof DEFAULT_UPLOAD_TYPES)[number] | (typeof MANAGED_UPLOAD_TYPES)[number];
-
-export const ALL_UPLOAD_TYPES: readonly UploadMediaType[] = [
-  ...new Set<UploadMediaType>([...DEFAULT_UPLOAD_TYPES, ...MANAGED_UPLOAD_TYPES]),
-];
-
 export const OOXML_TYPES = [DOCX, XLSX, PPTX] as const;
 export const TEXT_TYPES = [
   'text/plain',
@@ -35,6 +16,15 @@ export const TEXT_TYPES = [
   'text/tab-separated-values',
   'application/json',
 ] as const;
+
+/** Added to the default set only while the caller's managed-sandbox gate is open. */
+export const MANAGED_UPLOAD_TYPES = ['application/pdf', ...OOXML_TYPES, ...TEXT_TYPES] as const;
+
+export type UploadMediaType = (typeof DEFAULT_UPLOAD_TYPES)[number] | (typeof MANAGED_UPLOAD_TYPES)[number];
+
+export const ALL_UPLOAD_TYPES: readonly UploadMediaType[] = [
+  ...new Set<UploadMediaType>([...DEFAULT_UPLOAD_TYPES, ...MANAGED_UPLOAD_TYPES]),
+];
 
 /** Byte ceilings before any operator or agent narrowing. */
 export const DEFAULT_UPLOAD_MAX_BYTES = 5 * 1024 * 1024;
