@@ -64,6 +64,14 @@ async function volumeExists(workspaceId: string): Promise<boolean> {
   );
 }
 
+/** Polls until the workspace's container is not running; false if it still runs after `ms`. */
+async function stopsWithin(workspaceId: string, ms: number): Promise<boolean> {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; await delay(200)) {
+    if ((await inspectContainer(workspaceId))?.State.Running !== true) return true;
+  }
+  return false;
+}
+
 afterAll(async () => {
   const backend = docker();
   for (const workspaceId of workspaces) await backend.removeWorkspace(workspaceId).catch(() => undefined);
@@ -181,12 +189,7 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       workspaces.add(workspace);
       await backend.ensureWorkspace(workspace);
       await backend.exec(workspace, { command: 'echo kept > k', timeoutMs: 15_000, maxOutputBytes: 1024 });
-      let running = true;
-      for (let attempt = 0; attempt < 50 && running; attempt += 1) {
-        await delay(200);
-        running = (await inspectContainer(workspace))?.State.Running === true;
-      }
-      expect(running).toBe(false);
+      expect(await stopsWithin(workspace, 10_000)).toBe(true);
       expect(await volumeExists(workspace)).toBe(true);
       const after = await backend.exec(workspace, { command: 'cat k', timeoutMs: 15_000, maxOutputBytes: 1024 });
       expect(after.stdout).toBe('kept\n');
@@ -199,12 +202,7 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       expect((await inspectContainer(workspace))?.State.Running).toBe(true);
       // A new process (as after a restart) that never used this workspace.
       await docker({ idleMs: 1000 }).probe();
-      let running = true;
-      for (let attempt = 0; attempt < 50 && running; attempt += 1) {
-        await delay(200);
-        running = (await inspectContainer(workspace))?.State.Running === true;
-      }
-      expect(running).toBe(false);
+      expect(await stopsWithin(workspace, 10_000)).toBe(true);
       expect(await volumeExists(workspace)).toBe(true);
     });
 

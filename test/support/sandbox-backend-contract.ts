@@ -50,6 +50,8 @@ const SANDBOX_VARIABLES = new Set([
   'MPLCONFIGDIR',
 ]);
 const MiB = 1024 ** 2;
+/** The symlinks the symlink cases plant in a workspace. */
+const PLANTED_LINKS = ['etc-link', 'environ-link', 'dangling', 'root-link', 'dir-link', 'file-link', 'host-link'];
 
 export function newWorkspaceId(): string {
   return `ws_${randomBytes(8).toString('hex')}`;
@@ -513,15 +515,7 @@ export function describeSandboxBackendContract(name: string, setup: () => Promis
           expect(await readFile(hostCanary, 'utf8')).toBe('host canary\n');
           if (subject.workspacesDir) {
             const root = path.join(subject.workspacesDir, links);
-            for (const link of [
-              'etc-link',
-              'environ-link',
-              'dangling',
-              'root-link',
-              'dir-link',
-              'file-link',
-              'host-link',
-            ]) {
+            for (const link of PLANTED_LINKS) {
               expect((await lstat(path.join(root, link))).isSymbolicLink(), link).toBe(true);
             }
           }
@@ -536,15 +530,7 @@ export function describeSandboxBackendContract(name: string, setup: () => Promis
 
         it('lists symlinks as symlinks without following them', async () => {
           const { entries } = await backend.listFiles(links, '', { maxEntries: 100 });
-          for (const link of [
-            'etc-link',
-            'environ-link',
-            'dangling',
-            'root-link',
-            'dir-link',
-            'file-link',
-            'host-link',
-          ]) {
+          for (const link of PLANTED_LINKS) {
             expect(entries).toContainEqual({ name: link, type: 'symlink', size: 0 });
           }
           expect(entries).toContainEqual({ name: 'real', type: 'directory', size: 0 });

@@ -1,5 +1,6 @@
 import { lstat, readlink } from 'node:fs/promises';
 import path from 'node:path';
+import type { ProcessLimits } from '../runtime/limits.js';
 
 /** The only user inside every sandbox; its host uid is whatever runs bwrap. */
 export const SANDBOX_UID = 1000;
@@ -14,19 +15,8 @@ const SETPRIV_PATH = '/usr/bin/setpriv';
 export const STAGE_MOUNT = '/mordn-stage';
 const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
 
-/** Resource limits every sandboxed command runs under. */
-export interface SandboxLimits {
-  /** RLIMIT_AS per process. */
-  memoryBytes: number;
-  /** RLIMIT_NPROC, and the pids cgroup ceiling when one is available. */
-  processes: number;
-  /** RLIMIT_FSIZE: the largest file a process may write. */
-  fileSizeBytes: number;
-  /** RLIMIT_NOFILE. */
-  openFiles: number;
-  /** Size of each tmpfs: `/tmp` and `/dev/shm`. */
-  tmpBytes: number;
-}
+/** The limits of every sandboxed command; bwrap holds them with prlimit (`limitedCommand`) and a pids cgroup where possible. */
+export type SandboxLimits = ProcessLimits;
 
 /** The host's top-level system entries and /etc files the sandbox mirrors, found once. */
 export interface HostLayout {

@@ -1,9 +1,9 @@
-import { readFile, rmdir } from 'node:fs/promises';
+import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { packageRoot } from '../../package-root.js';
 import type { SandboxBackend } from '../backend.js';
-import { type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
+import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
+import { DEFAULT_PROCESS_LIMITS, HELPER_OPEN_FILES, resolveLimits } from '../runtime/limits.js';
 import { OutputCapture } from '../runtime/output-capture.js';
 import { checkExecOptions, runCommand } from '../runtime/run-command.js';
 import { requireWorkspaceId } from '../runtime/workspace-path.js';
@@ -44,36 +44,19 @@ export interface BwrapBackendOptions {
   pidsCgroup?: 'auto' | 'off';
 }
 
-/** 2 GiB address space, 256 processes, 256 MiB files, 256 open files, 64 MiB each of /tmp and /dev/shm. */
-export const DEFAULT_LIMITS: Readonly<SandboxLimits> = {
-  memoryBytes: 2 * 1024 ** 3,
-  processes: 256,
-  fileSizeBytes: 256 * 1024 ** 2,
-  openFiles: 256,
-  tmpBytes: 64 * 1024 ** 2,
-};
+/** The limits a backend gets unless its options lower or raise them. */
+export const DEFAULT_LIMITS: Readonly<SandboxLimits> = DEFAULT_PROCESS_LIMITS;
 
 const DEFAULT_HOST_USER: HostUser = { uid: 65534, gid: 65534 };
 /** CPU seconds granted beyond an exec's wall-clock timeout (the timeout is what normally stops it). */
 const CPU_GRACE_SECONDS = 5;
 /** CPU seconds of one file operation (the helper mostly waits on I/O). */
 const HELPER_CPU_SECONDS = 120;
-/** The helper walks directories with one descriptor per level. */
-const HELPER_OPEN_FILES = 1024;
 const PROBE_TIMEOUT_MS = 15_000;
 const REMOVE_TIMEOUT_MS = 120_000;
 const REMOVE_ATTEMPTS = 3;
 /** Empties a workspace from inside a sandbox, so no host-side walk can be turned by a symlink. */
 const CLEAR_WORKSPACE = `chmod -R u+rwX ${WORKSPACE_MOUNT} 2>/dev/null; find ${WORKSPACE_MOUNT} -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +`;
-
-function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLimits {
-  const given = Object.entries(overrides).filter(([, value]) => value !== undefined);
-  const limits: SandboxLimits = { ...DEFAULT_LIMITS, ...Object.fromEntries(given) };
-  for (const [name, value] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`limits.${name} must be a positive integer.`);
-  }
-  return limits;
-}
 
 function resolveHostUser(requested: HostUser | undefined): HostUser | undefined {
   if (process.getuid?.() !== 0) return undefined;
@@ -121,7 +104,7 @@ function lazily<T>(compute: () => Promise<T>): () => Promise<T> {
  * const result = await backend.exec('ws_0123', { command: 'python3 -V', timeoutMs: 10_000, maxOutputBytes: 65_536 });
  */
 export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend {
-  const limits = resolveLimits(options.limits);
+  const limits = resolveLimits(DEFAULT_LIMITS, options.limits);
   const helperLimits: SandboxLimits = { ...limits, openFiles: Math.max(limits.openFiles, HELPER_OPEN_FILES) };
   const bwrapPath = options.bwrapPath ?? 'bwrap';
   const python = options.python ?? '/usr/bin/python3';
@@ -131,7 +114,6 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
   const cgroupParent = lazily<PidsCgroupParent | undefined>(() =>
     options.pidsCgroup === 'off' ? Promise.resolve(undefined) : findPidsCgroupParent(),
   );
-  const helperSource = lazily(() => readFile(path.join(packageRoot(), 'src/sandbox/runtime/fileops.py')));
   /** Sandboxes alive per workspace, so removing a workspace can stop them first. */
   const running = new Map<string, Set<SandboxProcess>>();
 
@@ -168,7 +150,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
 
   const fileHelper = async (workspaceId: string): Promise<StartHelper> => {
     const directory = await directories.existing(workspaceId);
-    const helper = await helperSource();
+    const helper = await fileHelperSource();
     return (helperArguments, { stdin }) =>
       launch(
         directory,

@@ -1,3 +1,5 @@
+import { HELPER_OPEN_FILES, type ProcessLimits } from '../runtime/limits.js';
+
 /** Where the workspace volume is mounted, and the working directory of every process. */
 export const WORKSPACE_MOUNT = '/workspace';
 /** The unprivileged user every process runs as (the sandbox image's `sandbox` user). */
@@ -17,23 +19,10 @@ export const SANDBOX_ENVIRONMENT = [
   'PYTHONDONTWRITEBYTECODE=1',
 ];
 
-export interface ContainerLimits {
-  /** Address space per process (RLIMIT_AS, set by `limitedCommand`); the container's memory is this plus `tmpBytes`. */
-  memoryBytes: number;
-  /** Processes and threads of the whole container (pids cgroup). */
-  processes: number;
-  /** Largest file a process may write (RLIMIT_FSIZE). */
-  fileSizeBytes: number;
-  /** Open files per process; the file helper may raise its own to `HELPER_OPEN_FILES`. */
-  openFiles: number;
-  /** Size of the tmpfs at /tmp. */
-  tmpBytes: number;
-  /** CPUs of the container. */
+/** The process limits, held by container settings and `limitedCommand`, plus the container's CPUs. */
+export interface ContainerLimits extends ProcessLimits {
   cpus: number;
 }
-
-/** The file helper walks directories with one descriptor per level. */
-export const HELPER_OPEN_FILES = 1024;
 
 /**
  * Wraps a command in its address-space limit. RLIMIT_AS cannot be a container ulimit: runc's

@@ -1,9 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { packageRoot } from '../../package-root.js';
 import type { SandboxBackend } from '../backend.js';
-import { type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
+import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
+import { DEFAULT_PROCESS_LIMITS, resolveLimits } from '../runtime/limits.js';
 import { checkExecOptions, runCommand } from '../runtime/run-command.js';
 import type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
 import { requireWorkspaceId } from '../runtime/workspace-path.js';
@@ -34,15 +32,8 @@ export interface DockerBackendOptions {
   api?: EngineApi;
 }
 
-/** 2 GiB address space, 256 processes, 256 MiB files, 256 open files, 64 MiB of /tmp, 1 CPU. */
-export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = {
-  memoryBytes: 2 * 1024 ** 3,
-  processes: 256,
-  fileSizeBytes: 256 * 1024 ** 2,
-  openFiles: 256,
-  tmpBytes: 64 * 1024 ** 2,
-  cpus: 1,
-};
+/** The shared process limits and 1 CPU. */
+export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = { ...DEFAULT_PROCESS_LIMITS, cpus: 1 };
 
 const DEFAULT_IDLE_MS = 5 * 60_000;
 /** How often an exec's exit status is asked for while the daemon is still recording it. */
@@ -67,16 +58,6 @@ interface ExecInspect {
 
 function isStatus(error: unknown, ...statuses: number[]): boolean {
   return error instanceof EngineApiError && statuses.includes(error.status);
-}
-
-function resolveLimits(overrides: Partial<ContainerLimits> = {}): ContainerLimits {
-  const given = Object.entries(overrides).filter(([, value]) => value !== undefined);
-  const limits: ContainerLimits = { ...DEFAULT_CONTAINER_LIMITS, ...Object.fromEntries(given) };
-  for (const [name, value] of Object.entries(limits)) {
-    const valid = name === 'cpus' ? value > 0 : Number.isSafeInteger(value) && value > 0;
-    if (!valid) throw new TypeError(`limits.${name} must be positive.`);
-  }
-  return limits;
 }
 
 /**
@@ -104,32 +85,24 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   const host = options.host ?? 'unix:///var/run/docker.sock';
   const api = options.api ?? createEngineApi(host);
   const { image } = options;
-  const limits = resolveLimits(options.limits);
+  const limits = resolveLimits(DEFAULT_CONTAINER_LIMITS, options.limits, ['cpus']);
   const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
-  let helperSource: Promise<string> | undefined;
   /** In-flight starts per workspace, so concurrent first calls create and start once. */
   const starting = new Map<string, Promise<void>>();
   const idleTimers = new Map<string, NodeJS.Timeout>();
   /** Workspaces whose container this process started and has not seen stop since. */
   const ready = new Set<string>();
 
+  /** The container's state; undefined when there is none. */
   const inspect = async (workspaceId: string) => {
-    try {
-      return (
-        await api.call<ContainerInspect>({ method: 'GET', path: `/containers/${containerName(workspaceId)}/json` })
-      ).body;
-    } catch (error) {
-      if (isStatus(error, 404)) return undefined;
-      throw error;
-    }
+    const path = `/containers/${containerName(workspaceId)}/json`;
+    const { status, body } = await api.call<ContainerInspect>({ method: 'GET', path, accept: [404] });
+    return status === 404 ? undefined : body;
   };
 
+  /** Removes the container, whatever it runs; a missing one (404) is fine. */
   const removeContainer = (workspaceId: string) =>
-    api
-      .call({ method: 'DELETE', path: `/containers/${containerName(workspaceId)}?force=true` })
-      .catch((error: unknown) => {
-        if (!isStatus(error, 404)) throw error;
-      });
+    api.call({ method: 'DELETE', path: `/containers/${containerName(workspaceId)}?force=true`, accept: [404] });
 
   /** Creates the container; false when one of that name exists already (maybe from another replica). */
   const create = async (workspaceId: string): Promise<boolean> => {
@@ -226,13 +199,14 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   const kill = async (workspaceId: string) => {
     ready.delete(workspaceId);
     const name = containerName(workspaceId);
-    try {
-      await api.call({ method: 'POST', path: `/containers/${name}/kill?signal=KILL` });
-      await api.call({ method: 'POST', path: `/containers/${name}/wait?condition=not-running` });
-    } catch (error) {
-      // Already stopped (409) or gone (404): nothing is left running.
-      if (!isStatus(error, 404, 409)) throw error;
-    }
+    // Already stopped (409) or gone (404): nothing is left running.
+    const { status } = await api.call({
+      method: 'POST',
+      path: `/containers/${name}/kill?signal=KILL`,
+      accept: [404, 409],
+    });
+    if (status < 300)
+      await api.call({ method: 'POST', path: `/containers/${name}/wait?condition=not-running`, accept: [404] });
   };
 
   /** Waits (bounded) for an exec's process to end: its exit code, or `running` if it has not. */
@@ -328,8 +302,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   };
 
   const fileHelper = async (workspaceId: string): Promise<StartHelper> => {
-    helperSource ??= readFile(path.join(packageRoot(), 'src/sandbox/runtime/fileops.py'), 'utf8');
-    const source = await helperSource;
+    const source = (await fileHelperSource()).toString('utf8');
     return (helperArguments, { stdin }) =>
       launch(workspaceId, ['python3', '-I', '-S', '-c', source, ...helperArguments], { stdin, kills: 'process' });
   };
@@ -375,9 +348,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
       clearTimeout(idleTimers.get(workspaceId));
       idleTimers.delete(workspaceId);
       await removeContainer(workspaceId);
-      await api.call({ method: 'DELETE', path: `/volumes/${volumeName(workspaceId)}` }).catch((error: unknown) => {
-        if (!isStatus(error, 404)) throw error;
-      });
+      await api.call({ method: 'DELETE', path: `/volumes/${volumeName(workspaceId)}`, accept: [404] });
     },
 
     async exec(workspaceId, execOptions) {
