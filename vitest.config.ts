@@ -5,7 +5,8 @@ import { defineConfig } from 'vitest/config';
  * run once on SQLite and once on PostgreSQL, selected by MORDN_TEST_DATABASE, and the end-to-end
  * suite (`test/e2e/**`), run once, which packs the library, installs it into the Next.js example,
  * builds that and drives it in Chromium. Suites that touch no database (the sandbox backend
- * contract) run in the SQLite project only; suites that need a database several processes share
+ * contract), or whose database is not what they test (the request fuzz), run in the SQLite
+ * project only; suites that need a database several processes share
  * (replicas) run in the PostgreSQL project only.
  */
 const DATABASE_FREE = [
@@ -13,6 +14,7 @@ const DATABASE_FREE = [
   'test/sandbox-docker.test.ts',
   'test/hosted-fetch.test.ts',
   'test/scripted-model.test.ts',
+  'test/request-fuzz.test.ts',
 ];
 const POSTGRES_ONLY = ['test/replicas.test.ts'];
 const END_TO_END = 'test/e2e/**';

@@ -42,6 +42,21 @@ async function tempFiles(): Promise<string[]> {
   return readdir(path.join(service.config.dataDir, 'tmp')).catch(() => []);
 }
 
+/**
+ * A multipart upload (boundary `bound`) sent chunk by chunk (chunked encoding), as the plain agent; status -1
+ * when the service closed the connection before answering (it refuses without reading the rest).
+ */
+function chunkedUpload(chunks: Array<string | Buffer>) {
+  return rawRequest(`${service.url}/v1/uploads`, {
+    method: 'POST',
+    headers: [
+      ...Object.entries(agentHeaders(plain.key)),
+      ['Content-Type', 'multipart/form-data; boundary=bound'],
+    ] as Array<[string, string]>,
+    chunks,
+  }).catch((error: Error) => ({ status: -1, headers: {}, body: error.message }));
+}
+
 describeAgentAuth(
   {
     method: 'POST',
@@ -115,14 +130,7 @@ describe('POST /v1/uploads', () => {
       '--bound\r\nContent-Disposition: form-data; name="file"; filename="big.pdf"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\n',
     );
     // 40 MiB offered; the cap is 5 MiB.
-    const response = await rawRequest(`${service.url}/v1/uploads`, {
-      method: 'POST',
-      headers: [
-        ...Object.entries(agentHeaders(plain.key)),
-        ['Content-Type', 'multipart/form-data; boundary=bound'],
-      ] as Array<[string, string]>,
-      chunks: [head, ...Array.from({ length: 160 }, () => chunk)],
-    }).catch((error: Error) => ({ status: -1, headers: {}, body: error.message }));
+    const response = await chunkedUpload([head, ...Array.from({ length: 160 }, () => chunk)]);
     expect([413, -1]).toContain(response.status);
     if (response.status === 413) expect(JSON.parse(response.body).code).toBe('FILE_TOO_LARGE');
     const refusal = service.logs
@@ -157,6 +165,30 @@ describe('POST /v1/uploads', () => {
     const healthy = await upload(service, plain.key, { bytes: PNG_1X1, filename: 'after.png' });
     expect(healthy.status).toBe(201);
   });
+
+  it.each(['File', 'FILE', 'upload', ''])(
+    'answers a file in the field "%s" with 400 naming it, however the body arrives, and keeps serving',
+    async (field) => {
+      const rowsBefore = await storedRows();
+      const part = `--bound\r\nContent-Disposition: form-data; name="${field}"; filename="a.pdf"\r\n\r\n%PDF-1.4\n`;
+      // Split across many writes, so the wrong part is still streaming when the refusal comes.
+      const response = await chunkedUpload([
+        part,
+        ...Array.from({ length: 40 }, () => 'A'.repeat(64 * 1024)),
+        '\r\n--bound--\r\n',
+      ]);
+      expect([400, -1]).toContain(response.status);
+      if (response.status === 400) {
+        const problem = JSON.parse(response.body);
+        expect(problem.code).toBe('INVALID_MULTIPART');
+        const named = field ? JSON.stringify(field) : 'a field without a name';
+        expect(problem.detail).toBe(`Send the file in the "file" field (this form has a file in ${named}).`);
+      }
+      expect(await storedRows()).toEqual(rowsBefore);
+      expect(await tempFiles()).toEqual([]);
+      expect((await upload(service, plain.key, { bytes: PNG_1X1, filename: 'after.png' })).status).toBe(201);
+    },
+  );
 
   it('refuses a declared Content-Length over the cap before reading the body', async () => {
     const response = await rawRequest(`${service.url}/v1/uploads`, {

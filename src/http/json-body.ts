@@ -23,7 +23,8 @@ function tooLarge(maxBytes: number): ServiceError {
 /**
  * Reads a request body into memory, refusing it (413 naming the limit) as soon as it passes
  * `maxBytes`. A declared Content-Length over the limit is refused before reading anything; a
- * chunked body is counted while streaming and never buffered past the limit.
+ * chunked body is counted while streaming and never buffered past the limit. A body cut short (the
+ * client went away, or sent less than its Content-Length) is a 400 `REQUEST_INTERRUPTED`.
  */
 export async function readBodyWithLimit(request: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length');
@@ -33,7 +34,14 @@ export async function readBodyWithLimit(request: Request, maxBytes: number): Pro
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await reader.read().catch((error: unknown) => {
+      // The only source of this stream is the client: a read fails when it went away or sent
+      // less than it declared. That is the caller's doing, never an internal error.
+      throw new ServiceError('REQUEST_INTERRUPTED', 'The request body ended before it was complete.', {
+        headers: { Connection: 'close' },
+        cause: error,
+      });
+    });
     if (done) break;
     size += value.byteLength;
     if (size > maxBytes) {

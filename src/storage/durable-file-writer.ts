@@ -61,10 +61,13 @@ export class DurableFileWriter extends Writable {
     this.bytesWritten += chunk.length;
     this.unsyncedBytes += chunk.length;
     if (this.unsyncedBytes >= BACKGROUND_SYNC_BYTES) {
-      // One background flush at a time; a failure surfaces at the final sync.
+      // One background flush at a time; a failure surfaces at the next write or the final sync.
+      // Until then it is observed here, so a failed flush is never an unhandled rejection.
       await this.backgroundSync;
       this.unsyncedBytes = 0;
-      this.backgroundSync = handle.datasync();
+      const flush = handle.datasync();
+      flush.catch(() => undefined);
+      this.backgroundSync = flush;
     }
   }
 }

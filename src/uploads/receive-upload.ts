@@ -48,6 +48,13 @@ const tooLarge = (limit: number, what = 'the upload limit') =>
 
 const malformed = (message: string) => new ServiceError('INVALID_MULTIPART', message, UNREAD_BODY);
 
+const ONE_FILE_ONLY = `Send exactly one file, in the "${FILE_FIELD}" field.`;
+const wrongField = (field: string | undefined) =>
+  `Send the file in the "${FILE_FIELD}" field (this form has a file in ${field ? JSON.stringify(field) : 'a field without a name'}).`;
+
+const interruptedUpload = () =>
+  new ServiceError('REQUEST_INTERRUPTED', 'The upload ended before its body was complete.', UNREAD_BODY);
+
 /** Counts bytes flowing through, failing as soon as the total passes `limit`. */
 class ByteCap extends Transform {
   bytes = 0;
@@ -134,11 +141,17 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
       setImmediate(() => parser.destroy());
       reject(error);
     };
-    const onlyOneFile = () => fail(malformed(`Send exactly one file, in the "${FILE_FIELD}" field.`));
+    const interrupted = () => fail(interruptedUpload());
+    // The body was framed as complete, but the multipart form inside it was cut short.
+    const partCutShort = () => fail(malformed('The multipart body ended before the file part did.'));
     parser.on('file', (field, stream, info) => {
-      if (field !== FILE_FIELD || writing) {
+      // Busboy destroys a part stream with an error whenever the form ends or is torn down before
+      // the part does (a truncated body, a refusal, a limit). Every part stream gets a listener
+      // before anything else, or that error would be thrown as an unhandled 'error' event.
+      stream.on('error', partCutShort);
+      if (settled || field !== FILE_FIELD || writing) {
         stream.resume();
-        onlyOneFile();
+        fail(malformed(writing ? ONE_FILE_ONLY : wrongField(field)));
         return;
       }
       filename = info.filename ?? '';
@@ -148,7 +161,7 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
       writing = pipeline(stream, digest, new DurableFileWriter(tempPath));
       writing.catch((error: Error) => fail(error instanceof ServiceError ? error : malformed('The upload failed.')));
     });
-    parser.on('filesLimit', onlyOneFile);
+    parser.on('filesLimit', () => fail(malformed(ONE_FILE_ONLY)));
     parser.on('partsLimit', () => fail(malformed('The form has too many parts.')));
     parser.on('error', () => fail(malformed('The multipart body is malformed.')));
     parser.on('close', () => {
@@ -167,9 +180,9 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
       }, fail);
     });
     cap.on('error', fail);
-    source.on('error', () => fail(malformed('The upload was interrupted.')));
+    source.on('error', interrupted);
     source.on('close', () => {
-      if (!source.readableEnded) fail(malformed('The upload was interrupted.'));
+      if (!source.readableEnded) interrupted();
     });
   });
   source.pipe(cap).pipe(parser);
