@@ -49,6 +49,7 @@ export function createApp(deps: AppDependencies): MordnApp {
     if (unexpected !== undefined) {
       deps.logger.error({ requestId, err: unexpected, method: c.req.method, path: c.req.path }, 'unhandled error');
     }
+    c.set('errorCode', serviceError.code);
     return problemResponse(serviceError, requestId);
   });
   return app;

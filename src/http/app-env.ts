@@ -1,5 +1,6 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { AgentPrincipal } from '../auth/permissions.js';
+import type { ErrorCode } from '../errors.js';
 
 /**
  * Hono environment of the service. `Bindings` are present when served by `@hono/node-server` and
@@ -11,5 +12,7 @@ export interface AppEnv {
     requestId: string;
     /** Set by the agent authentication middleware. */
     principal: AgentPrincipal;
+    /** The stable code of the problem the request was answered with, for the access log line. */
+    errorCode: ErrorCode;
   };
 }

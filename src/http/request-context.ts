@@ -33,8 +33,9 @@ function setResponseHeader(c: Context<AppEnv>, name: string, value: string): voi
 
 /**
  * Gives every request an id (a well-formed incoming `X-Request-Id` is kept, so traces join up
- * across services), echoes it in the response, records metrics and writes one access log line.
- * No header values are logged.
+ * across services), echoes it in the response, records metrics and writes one access log line
+ * (with the problem's `code` when the answer was an error: its client may be gone and never see
+ * it). No header values are logged.
  */
 export function requestContext(logger: Logger, metrics: HttpMetrics): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -70,6 +71,7 @@ function logAccess(
         method: c.req.method,
         route: entry.route,
         status: entry.status,
+        ...(c.get('errorCode') ? { code: c.get('errorCode') } : {}),
         durationMs: Math.round(entry.seconds * 1e4) / 10,
       },
       'request completed',

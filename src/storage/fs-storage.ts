@@ -5,6 +5,7 @@ import path from 'node:path';
 import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '../errors.js';
+import { observeStreamErrors } from '../stream-errors.js';
 import { wellFormedFilename } from './content-disposition.js';
 import { DurableFileWriter, syncDirectory } from './durable-file-writer.js';
 import {
@@ -173,7 +174,7 @@ export function createFsStorage(options: FsStorageOptions): { storage: FileStora
       try {
         // Sized from the open handle, so the size always matches the bytes the stream will read.
         const { size } = await handle.stat();
-        return { body: handle.createReadStream(), size };
+        return { body: observeStreamErrors(handle.createReadStream()), size };
       } catch (error) {
         await handle.close();
         throw error;

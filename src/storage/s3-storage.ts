@@ -11,6 +11,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { observeStreamErrors } from '../stream-errors.js';
 import { attachmentDisposition } from './content-disposition.js';
 import { type FileStorage, StorageObjectNotFoundError } from './file-storage.js';
 import { requireMediaType, requireStoragePath } from './storage-path.js';
@@ -175,7 +176,7 @@ export function createS3Storage(options: S3StorageOptions): FileStorage {
           if (body instanceof Readable) body.destroy();
           throw new Error('The S3 response carries no streamed body of known length.');
         }
-        return { body, size: response.ContentLength };
+        return { body: observeStreamErrors(body), size: response.ContentLength };
       } catch (error) {
         if (isMissingObject(error)) throw new StorageObjectNotFoundError(key);
         throw error;

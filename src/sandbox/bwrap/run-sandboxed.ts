@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
+import { observeStreamErrors } from '../../stream-errors.js';
 import type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
 import { type HostUser, type SandboxShape, STAGE_MOUNT, sandboxArguments, stagingPrefix } from './bwrap-arguments.js';
 import { createPidsCgroup, type PidsCgroup, type PidsCgroupParent } from './pids-cgroup.js';
@@ -61,12 +62,6 @@ function readStatus(stream: Readable): StatusReader {
   stream.on('close', () => resolveChild(undefined));
   stream.on('error', () => resolveChild(undefined));
   return { childPid, exitCode: () => exitCode };
-}
-
-function ignoreErrors(stream: unknown): void {
-  if (stream && typeof stream === 'object' && 'on' in stream && typeof stream.on === 'function') {
-    stream.on('error', () => undefined);
-  }
 }
 
 /** Resolves once the child runs, rejects when it could not be executed (ENOENT, EACCES, …). */
@@ -136,12 +131,12 @@ export async function launchSandbox(options: LaunchOptions): Promise<SandboxProc
   }
   // Errors after start (a pipe closed early, say) surface through 'close'; never as a crash.
   child.on('error', () => undefined);
-  for (const stream of child.stdio) ignoreErrors(stream);
+  for (const stream of child.stdio) if (stream) observeStreamErrors(stream);
   const status = readStatus(child.stdio[statusFd] as Readable);
   // Taken over at once: Node resumes (and so drops) stdio nobody listens to when the child exits,
   // which can happen before the caller gets to read (bwrap failing while we place it, say).
-  const stdout = (child.stdout as Readable).pipe(new PassThrough());
-  const stderr = (child.stderr as Readable).pipe(new PassThrough());
+  const stdout = observeStreamErrors((child.stdout as Readable).pipe(new PassThrough()));
+  const stderr = observeStreamErrors((child.stderr as Readable).pipe(new PassThrough()));
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   let exited = false;
   let killed = false;

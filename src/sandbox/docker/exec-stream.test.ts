@@ -1,6 +1,6 @@
 import { PassThrough, type Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { demultiplex } from './exec-stream.js';
+import { demultiplex, stdinOf } from './exec-stream.js';
 
 function frame(stream: number, payload: string | Buffer): Buffer {
   const body = Buffer.from(payload);
@@ -50,5 +50,18 @@ describe('demultiplex', () => {
     source.write(frame(2, 'cut short').subarray(0, 12));
     source.destroy();
     expect(await texts).toEqual(['complete', 'cut ']);
+  });
+});
+
+describe('stdinOf', () => {
+  it('turns a write after the process is gone into a destroyed stream, not an uncaught error', async () => {
+    const socket = new PassThrough();
+    socket.destroy();
+    const stdin = stdinOf(socket);
+    const closed = new Promise((resolve) => stdin.once('close', resolve));
+    stdin.write('late input');
+    await closed;
+    expect(stdin.destroyed).toBe(true);
+    expect(stdin.errored?.message).toBe('The sandbox process is gone.');
   });
 });

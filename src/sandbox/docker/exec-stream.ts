@@ -1,4 +1,5 @@
 import { type Duplex, PassThrough, type Readable, Writable } from 'node:stream';
+import { observeStreamErrors } from '../../stream-errors.js';
 
 /** Frame header of the Engine API's multiplexed stream: stream id, 3 zero bytes, 32-bit length. */
 const HEADER_BYTES = 8;
@@ -11,8 +12,8 @@ const STDERR = 2;
  * Frames of other streams (stdin echo never happens without a TTY) are dropped.
  */
 export function demultiplex(source: Readable): { stdout: Readable; stderr: Readable } {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
+  const stdout = observeStreamErrors(new PassThrough());
+  const stderr = observeStreamErrors(new PassThrough());
   let pending = Buffer.alloc(0);
   let target: PassThrough | undefined;
   let remaining = 0;
@@ -66,10 +67,12 @@ export function demultiplex(source: Readable): { stdout: Readable; stderr: Reada
 
 /**
  * The stdin side of a hijacked exec socket: ending it half-closes the connection, which the
- * daemon turns into EOF on the process's stdin while the output keeps streaming back.
+ * daemon turns into EOF on the process's stdin while the output keeps streaming back. A write
+ * after the process is gone destroys the stream (writers see `destroyed` and `close`); its error
+ * is never thrown at the process.
  */
 export function stdinOf(socket: Duplex): Writable {
-  return new Writable({
+  const stdin = new Writable({
     write(chunk: Buffer, _encoding, callback) {
       if (socket.destroyed) return callback(new Error('The sandbox process is gone.'));
       socket.write(chunk, callback);
@@ -79,4 +82,5 @@ export function stdinOf(socket: Duplex): Writable {
       callback();
     },
   });
+  return observeStreamErrors(stdin);
 }

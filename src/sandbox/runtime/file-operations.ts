@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { packageRoot } from '../../package-root.js';
+import { observeStreamErrors } from '../../stream-errors.js';
 import { type DirectoryEntry, type ListResult, type SandboxBackend, WorkspaceFileError } from '../backend.js';
 import { captureStderr, collectReply, drained, helperFailure, parseReply, readStatusLine } from './helper-protocol.js';
 import type { SandboxProcess } from './sandbox-process.js';
@@ -131,7 +132,8 @@ function streamBody(sandbox: SandboxProcess, size: number): Readable {
       else body.destroy(new Error('The file changed while it was read.'));
     });
   });
-  return body;
+  // The body can fail before its consumer starts reading (publishing creates a directory first).
+  return observeStreamErrors(body);
 }
 
 function frameHeader(length: number): Buffer {
@@ -161,6 +163,9 @@ export async function writeWorkspaceFile(
   body: Readable,
   options: { maxBytes: number; exclusive: boolean },
 ): Promise<{ size: number }> {
+  // `body` (a storage download, say) may fail while the helper starts, before the loop below reads
+  // it; the loop still sees that error.
+  observeStreamErrors(body);
   const sandbox = await start(['write', path, String(options.maxBytes), options.exclusive ? '1' : '0'], {
     stdin: true,
   });

@@ -10,8 +10,9 @@ export interface SandboxExit {
 
 /**
  * One process a backend started inside a workspace's boundary. Its stdout and stderr must be
- * consumed, or it stalls on a full pipe. Both backends hand these to the same exec and
- * file-helper code.
+ * consumed, or it stalls on a full pipe. None of its streams ever throws an error at the process
+ * (a pipe that breaks when the process dies shows as `destroyed`/`close`, and as `exited`). Both
+ * backends hand these to the same exec and file-helper code.
  */
 export interface SandboxProcess {
   readonly stdin: Writable | null;
