@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabaseTarget, type TestDatabaseTarget } from './support/database.js';
 import { createAgentFixture } from './support/fixtures.js';
+import { pollUntil } from './support/poll.js';
 import { type MordnProcess, spawnMordn } from './support/process.js';
 import { type FuzzCase, type FuzzRun, frameRandomly, runRawCases } from './support/raw-http-fuzz.js';
 import { type SeededRandom, seededRandom } from './support/seeded-random.js';
@@ -192,16 +193,6 @@ function jsonCase(random: SeededRandom, key: string): FuzzCase {
   return { ...framed, summary: `${framed.summary} type=${type ?? '(none)'} body=${mutation}` };
 }
 
-async function waitFor<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!accept(value) && Date.now() < deadline) {
-    await new Promise((next) => setTimeout(next, 50));
-    value = await read();
-  }
-  return value;
-}
-
 let target: TestDatabaseTarget;
 let service: MordnProcess;
 let url: string;
@@ -258,10 +249,10 @@ describe(`request fuzz (seed ${SEED})`, () => {
     for (const status of [201, 400, 413, 415]) expect(statuses.get(status) ?? 0, `status ${status}`).toBeGreaterThan(0);
 
     const tempDir = path.join(target.dataDir, 'tmp');
-    const leftovers = await waitFor(
+    const leftovers = await pollUntil(
       () => readdir(tempDir),
       (files) => files.length === 0,
-      5_000,
+      { timeoutMs: 5_000 },
     );
     expect(leftovers).toEqual([]);
     const database = await target.open();

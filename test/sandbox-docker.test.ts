@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { containerName, volumeName } from '../src/sandbox/docker/container-spec.js';
 import { createDockerBackend, type DockerBackendOptions } from '../src/sandbox/docker/docker-backend.js';
@@ -6,6 +5,7 @@ import { createEngineApi, EngineApiError } from '../src/sandbox/docker/engine-ap
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { type Json, readJson } from './support/json.js';
 import { callTool, connectSdkClient } from './support/mcp.js';
+import { eventually } from './support/poll.js';
 import {
   describeSandboxBackendContract,
   newWorkspaceId,
@@ -65,11 +65,11 @@ async function volumeExists(workspaceId: string): Promise<boolean> {
 }
 
 /** Polls until the workspace's container is not running; false if it still runs after `ms`. */
-async function stopsWithin(workspaceId: string, ms: number): Promise<boolean> {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await delay(200)) {
-    if ((await inspectContainer(workspaceId))?.State.Running !== true) return true;
-  }
-  return false;
+function stopsWithin(workspaceId: string, ms: number): Promise<boolean> {
+  return eventually(async () => (await inspectContainer(workspaceId))?.State.Running !== true, {
+    timeoutMs: ms,
+    intervalMs: 200,
+  });
 }
 
 afterAll(async () => {

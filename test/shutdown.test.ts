@@ -2,6 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabaseTarget, type TestDatabaseTarget } from './support/database.js';
+import { eventually } from './support/poll.js';
 import { type MordnProcess, spawnMordn } from './support/process.js';
 
 const ADMIN_TOKEN = 'shutdown-test-admin-token';
@@ -58,24 +59,14 @@ function connectionRefused(): Promise<boolean> {
   });
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it holds or `timeoutMs` passes; returns whether it held. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await sleep(25);
-  }
-  return false;
-}
+const POLL = { timeoutMs: 5_000, intervalMs: 25 };
 
 /** Waits until the service is inside the slow request (the in-flight gauge counts it and the scrape). */
 async function untilInFlight(): Promise<void> {
   const reached = await eventually(async () => {
     const metrics = await (await fetch(new URL('/metrics', url))).text();
     return Number(/^mordn_http_requests_in_flight (\d+)$/m.exec(metrics)?.[1] ?? 0) >= 2;
-  });
+  }, POLL);
   expect(reached).toBe(true);
 }
 
@@ -85,7 +76,7 @@ describe('graceful shutdown', { timeout: 90_000 }, () => {
     await untilInFlight();
     service.child.kill('SIGTERM');
     await service.waitForLog((line) => line.msg === 'shutting down');
-    expect(await eventually(connectionRefused)).toBe(true);
+    expect(await eventually(connectionRefused, POLL)).toBe(true);
 
     slow.request.end('"}');
     const response = await slow.response;

@@ -65,13 +65,14 @@ function logAccess(
 ): void {
   const level = PROBE_PATHS.has(c.req.path) ? 'debug' : 'info';
   if (logger.isLevelEnabled(level)) {
+    const code = c.get('errorCode');
     logger[level](
       {
         requestId: entry.requestId,
         method: c.req.method,
         route: entry.route,
         status: entry.status,
-        ...(c.get('errorCode') ? { code: c.get('errorCode') } : {}),
+        ...(code ? { code } : {}),
         durationMs: Math.round(entry.seconds * 1e4) / 10,
       },
       'request completed',

@@ -14,7 +14,7 @@ export interface FuzzCase {
 }
 
 /** Splits `body` at random offsets so it reaches the server in many reads. */
-export function splitRandomly(random: SeededRandom, body: Buffer): Buffer[] {
+function splitRandomly(random: SeededRandom, body: Buffer): Buffer[] {
   const cuts = [...new Set(Array.from({ length: random.integer(0, 8) }, () => random.integer(1, body.length)))];
   cuts.sort((a, b) => a - b);
   const pieces: Buffer[] = [];
