@@ -8,6 +8,8 @@ import { createMordnHandler } from '../src/hosted/create-mordn-handler.js';
 import { type RunningServer, startServer } from '../src/server.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
+import { pollUntil } from './support/poll.js';
+import { sendRawCase } from './support/raw-http-fuzz.js';
 import { startTestService, type TestService } from './support/service.js';
 import { pdfOfSize, upload } from './support/upload.js';
 
@@ -21,16 +23,6 @@ import { pdfOfSize, upload } from './support/upload.js';
 const MiB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const openDescriptors = () => readdirSync('/proc/self/fd').length;
-
-async function settlesTo(read: () => number, limit: number, timeoutMs = 3_000): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  let value = read();
-  while (value > limit && Date.now() < deadline) {
-    await sleep(50);
-    value = read();
-  }
-  return value;
-}
 
 /**
  * Sends `head` (a request line and headers, plus any body) on a raw socket to `url`'s host, waits
@@ -84,7 +76,8 @@ describe('downloads', () => {
     expect(headOnly.headers.get('content-length')).toBe(String(5 * MiB));
 
     // Each abandoned download held a file descriptor and a socket while it ran.
-    expect(await settlesTo(openDescriptors, before + 2)).toBeLessThanOrEqual(before + 2);
+    const after = await pollUntil(openDescriptors, (open) => open <= before + 2, { timeoutMs: 3_000 });
+    expect(after).toBeLessThanOrEqual(before + 2);
     expect(await whole()).toBe(digest(bytes));
   });
 });
@@ -113,33 +106,24 @@ describe('JSON request bodies cut short', () => {
     async (method, route, logged) => {
       const url = new URL(service.url);
       const since = service.logs.length;
-      await new Promise<void>((resolve) => {
-        const socket = net.connect(Number(url.port), url.hostname, () => {
-          socket.write(
-            `${method} ${route} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${fixture.key}\r\n` +
-              'X-Chat-User: user-1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n' +
-              'Content-Length: 100\r\n\r\n{"storagePaths": [',
-          );
-          // The client stops sending and goes away.
-          setTimeout(() => socket.end(), 50);
-        });
-        socket.on('error', () => undefined);
-        // Node's HTTP server answers the truncated request itself and hangs up.
-        socket.on('end', () => {
-          socket.destroy();
-          resolve();
-        });
-        socket.resume();
+      // 18 of the 100 bytes announced, then the client stops sending and hangs up its side.
+      await sendRawCase(Number(url.port), {
+        summary: `${method} ${route} cut short`,
+        head:
+          `${method} ${route} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${fixture.key}\r\n` +
+          'X-Chat-User: user-1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n' +
+          'Content-Length: 100\r\n\r\n',
+        pieces: [Buffer.from('{"storagePaths": [')],
+        ending: 'half-close',
       });
-      const lines = async () => service.logs.slice(since).map((line) => JSON.parse(line));
-      const deadline = Date.now() + 3_000;
-      let completed: Record<string, unknown> | undefined;
-      while (!completed && Date.now() < deadline) {
-        completed = (await lines()).find((line) => line.msg === 'request completed' && line.route === route);
-        if (!completed) await sleep(20);
-      }
+      const lines = () => service.logs.slice(since).map((line) => JSON.parse(line));
+      const completed = await pollUntil(
+        () => lines().find((line) => line.msg === 'request completed' && line.route === route),
+        (line) => line !== undefined,
+        { timeoutMs: 3_000, intervalMs: 20 },
+      );
       expect(completed).toMatchObject(logged);
-      expect((await lines()).filter((line) => line.level >= 50)).toEqual([]);
+      expect(lines().filter((line) => line.level >= 50)).toEqual([]);
     },
   );
 });

@@ -20,6 +20,13 @@ function tooLarge(maxBytes: number): ServiceError {
   });
 }
 
+function interrupted(cause?: unknown): ServiceError {
+  return new ServiceError('REQUEST_INTERRUPTED', 'The request body ended before it was complete.', {
+    headers: { Connection: 'close' },
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
 /**
  * Reads a request body into memory, refusing it (413 naming the limit) as soon as it passes
  * `maxBytes`. A declared Content-Length over the limit is refused before reading anything; a
@@ -34,13 +41,10 @@ export async function readBodyWithLimit(request: Request, maxBytes: number): Pro
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
+    // The only source of this stream is the client: a read fails when it went away or sent less
+    // than it declared. That is the caller's doing, never an internal error.
     const { done, value } = await reader.read().catch((error: unknown) => {
-      // The only source of this stream is the client: a read fails when it went away or sent
-      // less than it declared. That is the caller's doing, never an internal error.
-      throw new ServiceError('REQUEST_INTERRUPTED', 'The request body ended before it was complete.', {
-        headers: { Connection: 'close' },
-        cause: error,
-      });
+      throw interrupted(error);
     });
     if (done) break;
     size += value.byteLength;
@@ -50,6 +54,10 @@ export async function readBodyWithLimit(request: Request, maxBytes: number): Pro
     }
     chunks.push(value);
   }
+  // A client that left before the body was read does not always fail the read: the Node adapter
+  // may end the stream early instead. A short body, or (chunked, with no length to compare) a
+  // request already aborted, was cut short all the same.
+  if (declared !== null ? size !== Number(declared) : request.signal.aborted) throw interrupted();
   const body = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) {
