@@ -12,6 +12,10 @@ import { defineConfig } from 'vitest/config';
 const DATABASE_FREE = [
   'test/sandbox-bwrap.test.ts',
   'test/sandbox-docker.test.ts',
+  'test/sandbox-containment.test.ts',
+  'test/sandbox-cgroups.test.ts',
+  'test/sandbox-seccomp.test.ts',
+  'test/sandbox-quota-filesystem.test.ts',
   'test/hosted-fetch.test.ts',
   'test/scripted-model.test.ts',
   'test/request-fuzz.test.ts',

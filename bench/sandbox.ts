@@ -70,12 +70,14 @@ async function rssKiB(server: BenchServer): Promise<number> {
 
 /**
  * Managed sandbox overheads, each against a baseline measured in the same run:
- * - warm `sandbox_exec` of `true` over MCP vs a bare bwrap spawn of the same sandbox from Node
- *   (target ≤ 1.3×);
+ * - warm `sandbox_exec` of `true` over MCP (forked by the workspace's running supervisor) vs a
+ *   bare bwrap spawn of the same sandbox from Node (target ≤ 1.0×), with both medians;
  * - a no-op `tools/call` (refused by the gate: auth, rate limit, gate, MCP round trip) vs a plain
  *   JSON POST (`/v1/uploads/resign` for a missing path) (target ≤ 2×);
- * - the first call into a new workspace (target ≤ 20 ms p50, beyond the same call when warm);
- * - RSS of the service across 10k MCP calls (target: flat).
+ * - the first call into a new workspace, creating its filesystem, cgroup and sandbox (target
+ *   ≤ 40 ms p50), and what that adds to the same call when warm;
+ * - RSS of the service across 10k MCP calls, spread over users so no per-user rate limit is
+ *   reached (target: flat).
  */
 export async function benchSandbox(options: { samples?: number; memoryCalls?: number } = {}) {
   const samples = options.samples ?? 200;
@@ -147,8 +149,12 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
 
     // Memory across many MCP calls (no-op calls: the MCP path itself, not sandbox processes).
     const rss: Array<{ calls: number; rssMiB: number }> = [{ calls: 0, rssMiB: (await rssKiB(server)) / 1024 }];
+    // The per-user limit is at most 10,000 calls a minute: the loop goes round 20 users.
+    const noOpFor = Array.from({ length: 20 }, (_, index) =>
+      mcpCall(base, disabledKey, `memory-${index}`, 'sandbox_exec', { command: 'true' }, 'refusal'),
+    );
     for (let call = 1; call <= memoryCalls; call += 1) {
-      await noOp();
+      await (noOpFor[call % noOpFor.length] as () => Promise<number>)();
       if (call % 2_000 === 0) rss.push({ calls: call, rssMiB: (await rssKiB(server)) / 1024 });
     }
 
@@ -161,7 +167,7 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
       {
         measure: 'sandbox_exec `true` over MCP (warm)',
         'median ms': median(overMcp).toFixed(2),
-        ratio: `${execRatio.toFixed(3)}× (≤ 1.3×)`,
+        ratio: `${execRatio.toFixed(3)}× (≤ 1.0×)`,
       },
       { measure: 'plain JSON POST (/v1/uploads/resign)', 'median ms': median(plainTimes).toFixed(2) },
       {
@@ -177,7 +183,7 @@ export async function benchSandbox(options: { samples?: number; memoryCalls?: nu
       },
     ]);
     console.log(
-      `first call into a new workspace: ${median(first).toFixed(2)} ms p50, provisioning ${firstExtra.toFixed(2)} ms of it (target ≤ 20 ms p50) ${median(first) <= 20 ? 'MET' : 'NOT MET'}`,
+      `first call into a new workspace: ${median(first).toFixed(2)} ms p50, provisioning ${firstExtra.toFixed(2)} ms of it (target ≤ 40 ms p50) ${median(first) <= 40 ? 'MET' : 'NOT MET'}`,
     );
     console.log(`\nService RSS across ${memoryCalls} MCP calls:`);
     console.table(rss.map((point) => ({ calls: point.calls, 'RSS MiB': point.rssMiB.toFixed(1) })));

@@ -22,6 +22,10 @@ const ReadinessSchema = z
   .object({
     status: z.enum(['ready', 'unavailable', 'draining']),
     checks: z.record(z.string(), z.enum(['ok', 'failed', 'timeout'])),
+    reasons: z
+      .record(z.string(), z.string())
+      .optional()
+      .openapi({ description: 'Why a check failed, where that names a missing host capability (sandbox limits).' }),
   })
   .openapi('Readiness');
 
@@ -66,10 +70,11 @@ export function registerHealthRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependen
         deps.logger.warn({ requestId: c.get('requestId'), check: name, err: error }, 'readiness check failed'),
     });
     c.header('Cache-Control', 'no-store');
-    if (deps.lifecycle.draining) return c.json({ status: 'draining' as const, checks: report.checks }, 503);
+    const reasons = Object.keys(report.reasons).length > 0 ? { reasons: report.reasons } : {};
+    if (deps.lifecycle.draining) return c.json({ status: 'draining' as const, checks: report.checks, ...reasons }, 503);
     return report.ready
       ? c.json({ status: 'ready' as const, checks: report.checks }, 200)
-      : c.json({ status: 'unavailable' as const, checks: report.checks }, 503);
+      : c.json({ status: 'unavailable' as const, checks: report.checks, ...reasons }, 503);
   });
 
   app.openapi(metricsRoute, async (c) => {

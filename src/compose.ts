@@ -4,6 +4,7 @@ import type { AppDependencies } from './dependencies.js';
 import { createLifecycle } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import { createHttpMetrics } from './metrics.js';
+import { ExplainedReadinessFailure } from './readiness.js';
 import { createSandboxRuntime } from './sandbox/create-sandbox.js';
 import type { ToolAuthorizer } from './sandbox/execution-policy.js';
 import { createStorage } from './storage/create-storage.js';
@@ -54,13 +55,17 @@ export async function composeDependencies(config: Config, options: ComposeOption
               {
                 name: 'sandbox',
                 check: async () => {
-                  if (!(await sandbox.isReady())) throw new Error('sandbox backend is not ready');
+                  if (await sandbox.isReady()) return;
+                  const problem = sandbox.problem?.();
+                  throw problem ? new ExplainedReadinessFailure(problem) : new Error('sandbox backend is not ready');
                 },
               },
             ]
           : []),
       ],
       close: async () => {
+        // Workspace sandboxes end with the service (their files stay).
+        await runtime?.backend.close?.();
         if (!options.database) await database.close();
       },
     };

@@ -94,6 +94,10 @@ describe('loadConfig', () => {
     [{ MORDN_DOCKER_HOST: 'tcp://proxy:2375/v1.41' }, 'MORDN_DOCKER_HOST', 'tcp://host:port'],
     [{ MORDN_SANDBOX_CPUS: '0' }, 'MORDN_SANDBOX_CPUS', 'from 0.01 to 64'],
     [{ MORDN_SANDBOX_IDLE_SECONDS: '1' }, 'MORDN_SANDBOX_IDLE_SECONDS', 'from 10 to 86400'],
+    [{ MORDN_SANDBOX_WORKSPACE_MAX_FILES: '10' }, 'MORDN_SANDBOX_WORKSPACE_MAX_FILES', 'from 16 to 100000000'],
+    [{ MORDN_SANDBOX_CGROUP_ROOT: 'sys/fs/cgroup' }, 'MORDN_SANDBOX_CGROUP_ROOT', 'absolute path'],
+    [{ MORDN_SANDBOX_WEAK_LIMITS: 'perhaps' }, 'MORDN_SANDBOX_WEAK_LIMITS', 'must be true or false'],
+    [{ MORDN_SANDBOX_RUNTIME: 'kata' }, 'MORDN_SANDBOX_RUNTIME', 'runc, runsc'],
     [{ S3_PUBLIC_ENDPOINT: 'files.example.com' }, 'S3_PUBLIC_ENDPOINT', 'http'],
   ])('refuses %o naming %s', (environment, variable, message) => {
     const error = configError(environment);
@@ -109,6 +113,7 @@ describe('loadConfig', () => {
       MORDN_SANDBOX_IMAGE: 'registry.example.com/mordn-sandbox:1',
       MORDN_SANDBOX_CPUS: '1.5',
       MORDN_SANDBOX_IDLE_SECONDS: '600',
+      MORDN_SANDBOX_RUNTIME: 'runsc',
       MORDN_STORAGE: 's3',
       S3_BUCKET: 'files',
       S3_ENDPOINT: 'http://minio:9000',
@@ -117,9 +122,9 @@ describe('loadConfig', () => {
     expect(config.sandbox.docker).toEqual({
       host: 'tcp://docker-proxy:2375',
       image: 'registry.example.com/mordn-sandbox:1',
-      cpus: 1.5,
-      idleSeconds: 600,
+      runtime: 'runsc',
     });
+    expect(config.sandbox).toMatchObject({ cpus: 1.5, idleSeconds: 600 });
     expect(config.storage).toMatchObject({
       endpoint: 'http://minio:9000',
       publicEndpoint: 'https://files.example.com',
@@ -127,8 +132,14 @@ describe('loadConfig', () => {
     expect(loadConfig({}).sandbox.docker).toEqual({
       host: 'unix:///var/run/docker.sock',
       image: 'mordn-sandbox:latest',
+      runtime: 'runc',
+    });
+    expect(loadConfig({}).sandbox).toMatchObject({
       cpus: 1,
       idleSeconds: 300,
+      workspaceMaxFiles: 65_536,
+      cgroupRoot: '/sys/fs/cgroup',
+      weakLimits: false,
     });
   });
 

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { defaultMaxFiles } from './sandbox/limits/quota-layout.js';
 import {
   ALL_UPLOAD_TYPES,
   DEFAULT_UPLOAD_MAX_BYTES,
@@ -58,8 +59,10 @@ export interface SandboxConfig {
   maxExecTimeoutSeconds: number;
   /** Bytes of tool output per response (at most 1 MiB). */
   maxOutputBytes: number;
-  /** Bytes a workspace may hold before writes are refused. */
+  /** Bytes a workspace may hold: the size of its own filesystem (writes past it get ENOSPC). */
   workspaceMaxBytes: number;
+  /** Files (inodes) a workspace may hold. */
+  workspaceMaxFiles: number;
   /** Idle days after which a workspace is deleted; 0 keeps workspaces forever. */
   retentionDays: number;
   /** Concurrent tool calls per workspace. */
@@ -68,19 +71,26 @@ export interface SandboxConfig {
   callsPerMinute: number;
   /** Extra patterns redacted from every tool result (regular expressions). */
   redactPatterns: RegExp[];
-  /** Per-process limits inside the sandbox. */
+  /** Memory of all of a workspace's processes together, and their process count. */
   memoryBytes: number;
   processes: number;
+  /** Size of each workspace's /tmp (a tmpfs, charged to its memory). */
   tmpBytes: number;
+  /** CPUs per workspace (a quota of all its processes together; fractions allowed). */
+  cpus: number;
+  /** A workspace sandbox idle this long is stopped (its files are kept). */
+  idleSeconds: number;
+  /** Where the cgroup filesystems are mounted; workspace cgroups go below the service's own. */
+  cgroupRoot: string;
+  /** Run even where the host cannot hold cgroup and quota limits (per-process limits instead). */
+  weakLimits: boolean;
   /** The `docker` backend: where the Engine API is and what each workspace container gets. */
   docker: {
     /** `unix:///path/to/docker.sock` or `tcp://host:port` / `http://host:port` (a socket proxy). */
     host: string;
     image: string;
-    /** CPUs per workspace container (fractions allowed). */
-    cpus: number;
-    /** A workspace container idle this long is stopped (its volume is kept). */
-    idleSeconds: number;
+    /** The OCI runtime of workspace containers: `runc` (Docker's default) or `runsc` (gVisor). */
+    runtime: 'runc' | 'runsc';
   };
 }
 
@@ -242,6 +252,10 @@ const EnvironmentSchema = z.object({
     return cpus;
   }),
   MORDN_SANDBOX_IDLE_SECONDS: integer(300, 10, 86_400),
+  MORDN_SANDBOX_WORKSPACE_MAX_FILES: optionalString,
+  MORDN_SANDBOX_CGROUP_ROOT: optionalString.transform((value) => value ?? '/sys/fs/cgroup'),
+  MORDN_SANDBOX_WEAK_LIMITS: booleanFlag(false),
+  MORDN_SANDBOX_RUNTIME: choice(['runc', 'runsc'], 'runc'),
   MORDN_LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   MORDN_SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000),
 });
@@ -367,13 +381,38 @@ function parseSandbox(environment: Environment, problems: Problem[]): SandboxCon
     memoryBytes: environment.MORDN_SANDBOX_MEMORY_BYTES,
     processes: environment.MORDN_SANDBOX_PROCESSES,
     tmpBytes: environment.MORDN_SANDBOX_TMP_BYTES,
+    cpus: environment.MORDN_SANDBOX_CPUS,
+    idleSeconds: environment.MORDN_SANDBOX_IDLE_SECONDS,
+    workspaceMaxFiles: parseMaxFiles(environment, problems),
+    cgroupRoot: parseCgroupRoot(environment.MORDN_SANDBOX_CGROUP_ROOT, problems),
+    weakLimits: environment.MORDN_SANDBOX_WEAK_LIMITS,
     docker: {
       host: parseDockerHost(environment.MORDN_DOCKER_HOST, problems),
       image: environment.MORDN_SANDBOX_IMAGE,
-      cpus: environment.MORDN_SANDBOX_CPUS,
-      idleSeconds: environment.MORDN_SANDBOX_IDLE_SECONDS,
+      runtime: environment.MORDN_SANDBOX_RUNTIME,
     },
   };
+}
+
+/** At most 2^32 − 1 inodes on ext4; the default grows with the quota (see `defaultMaxFiles`). */
+function parseMaxFiles(environment: Environment, problems: Problem[]): number {
+  const value = environment.MORDN_SANDBOX_WORKSPACE_MAX_FILES;
+  if (value === undefined) return defaultMaxFiles(environment.MORDN_SANDBOX_WORKSPACE_MAX_BYTES);
+  const files = Number(value);
+  if (!/^\d+$/.test(value) || files < 16 || files > 100_000_000) {
+    problems.push({
+      variable: 'MORDN_SANDBOX_WORKSPACE_MAX_FILES',
+      message: `must be a whole number of files from 16 to 100000000 (got "${value}")`,
+    });
+  }
+  return files;
+}
+
+function parseCgroupRoot(value: string, problems: Problem[]): string {
+  if (!path.isAbsolute(value)) {
+    problems.push({ variable: 'MORDN_SANDBOX_CGROUP_ROOT', message: `must be an absolute path (got "${value}")` });
+  }
+  return value;
 }
 
 function parseDockerHost(value: string, problems: Problem[]): string {

@@ -13,6 +13,8 @@ export interface SandboxRuntime {
   backend: SandboxBackend;
   /** Cached readiness (see `createCachedProbe`): never provisions anything. */
   isReady(): Promise<boolean>;
+  /** Why the backend is not ready, when known (shown by `/readyz`: host capabilities, never secrets). */
+  problem?(): string | undefined;
   /** Runs before every tool call, after the allow-list; a throw or `false` denies (fail closed). */
   authorize?: ToolAuthorizer;
 }

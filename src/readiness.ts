@@ -6,19 +6,34 @@ export interface ReadinessCheck {
 
 export type CheckStatus = 'ok' | 'failed' | 'timeout';
 
+/**
+ * A failed check whose message is safe to publish: it names a missing host capability (no
+ * cgroups, no seccomp), never a host name, credential or connection string.
+ */
+export class ExplainedReadinessFailure extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ExplainedReadinessFailure';
+  }
+}
+
 export interface ReadinessReport {
   ready: boolean;
   checks: Record<string, CheckStatus>;
+  /** The published reasons of checks that failed with an `ExplainedReadinessFailure`. */
+  reasons: Record<string, string>;
 }
 
 /**
  * Runs every check concurrently, each bounded by `timeoutMs`. Failure reasons are not reported
- * (they can name hosts or credentials); the service logs them instead.
+ * (they can name hosts or credentials) unless the check explains itself with an
+ * `ExplainedReadinessFailure`; the service logs them all.
  */
 export async function runReadinessChecks(
   checks: readonly ReadinessCheck[],
   options: { timeoutMs: number; onFailure?: (name: string, error: unknown) => void },
 ): Promise<ReadinessReport> {
+  const reasons: Record<string, string> = {};
   const results = await Promise.all(
     checks.map(async ({ name, check }): Promise<[string, CheckStatus]> => {
       let timer: NodeJS.Timeout | undefined;
@@ -31,11 +46,12 @@ export async function runReadinessChecks(
         return [name, outcome];
       } catch (error) {
         options.onFailure?.(name, error);
+        if (error instanceof ExplainedReadinessFailure) reasons[name] = error.message;
         return [name, 'failed'];
       } finally {
         clearTimeout(timer);
       }
     }),
   );
-  return { ready: results.every(([, status]) => status === 'ok'), checks: Object.fromEntries(results) };
+  return { ready: results.every(([, status]) => status === 'ok'), checks: Object.fromEntries(results), reasons };
 }

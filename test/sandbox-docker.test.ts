@@ -1,3 +1,9 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { containerName, volumeName } from '../src/sandbox/docker/container-spec.js';
 import { createDockerBackend, type DockerBackendOptions } from '../src/sandbox/docker/docker-backend.js';
@@ -12,6 +18,9 @@ import {
   SANDBOX_CONTRACT_LIMITS,
 } from './support/sandbox-backend-contract.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
+import { removeWorkspacesRoot } from './support/workspace-roots.js';
+
+const runFile = promisify(execFile);
 
 const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
 
@@ -40,9 +49,34 @@ if (unavailable && process.env.MORDN_TEST_DOCKER === 'require') {
 }
 if (unavailable) console.warn(`Skipping the docker backend suite: ${unavailable}`);
 
+/**
+ * The contract under gVisor as well, when MORDN_TEST_RUNSC is set (`require` fails the run
+ * without a runsc runtime on the daemon).
+ */
+const runscWanted = process.env.MORDN_TEST_RUNSC !== undefined && process.env.MORDN_TEST_RUNSC !== '';
+const runscMissing = runscWanted ? (unavailable ?? (await runtimeMissing('runsc'))) : 'MORDN_TEST_RUNSC is not set';
+if (runscMissing && process.env.MORDN_TEST_RUNSC === 'require') {
+  throw new Error(`MORDN_TEST_RUNSC=require, but ${runscMissing}`);
+}
+
+async function runtimeMissing(runtime: string): Promise<string | undefined> {
+  const { body } = await api.call<{ Runtimes?: Record<string, unknown> }>({ method: 'GET', path: '/info' });
+  return body?.Runtimes?.[runtime] ? undefined : `the Docker daemon at ${DOCKER_HOST} has no ${runtime} runtime`;
+}
+
+/** The workspaces' own filesystems (the disk quota), on this host beside the daemon. */
+const workspacesRoot = await mkdtemp(path.join(tmpdir(), 'mordn-docker-'));
+const workspacesDir = path.join(workspacesRoot, 'workspaces');
 const workspaces = new Set<string>();
 function docker(options: Partial<DockerBackendOptions> = {}) {
-  return createDockerBackend({ host: DOCKER_HOST, image: IMAGE, limits: SANDBOX_CONTRACT_LIMITS, ...options });
+  return createDockerBackend({
+    host: DOCKER_HOST,
+    image: IMAGE,
+    limits: SANDBOX_CONTRACT_LIMITS,
+    workspacesDir,
+    quota: { maxBytes: 256 * 1024 ** 2, maxFiles: 20_000 },
+    ...options,
+  });
 }
 
 async function inspectContainer(workspaceId: string) {
@@ -75,22 +109,30 @@ function stopsWithin(workspaceId: string, ms: number): Promise<boolean> {
 afterAll(async () => {
   const backend = docker();
   for (const workspaceId of workspaces) await backend.removeWorkspace(workspaceId).catch(() => undefined);
+  const weak = docker({ workspacesDir: undefined, weakLimits: true });
+  for (const workspaceId of workspaces) await weak.removeWorkspace(workspaceId).catch(() => undefined);
+  await removeWorkspacesRoot(workspacesRoot);
   await api.close();
 });
 
 describe.skipIf(unavailable !== undefined)('docker backend', () => {
   describeSandboxBackendContract('docker', async () => ({ backend: docker(), cleanup: async () => undefined }));
+  describe.skipIf(runscMissing !== undefined)('under gVisor', () => {
+    describeSandboxBackendContract('docker runsc', async () => ({
+      backend: docker({ runtime: 'runsc' }),
+      cleanup: async () => undefined,
+    }));
+  });
 
   describe('containers', () => {
     const backend = docker();
     const workspace = newWorkspaceId();
     workspaces.add(workspace);
 
-    it('ensureWorkspace creates the volume and starts the container; the next calls use them', async () => {
-      expect(await volumeExists(workspace)).toBe(false);
+    it('ensureWorkspace creates the workspace filesystem and starts the container; the next calls use them', async () => {
       expect(await inspectContainer(workspace)).toBeUndefined();
       await backend.ensureWorkspace(workspace);
-      expect(await volumeExists(workspace)).toBe(true);
+      expect(await volumeExists(workspace)).toBe(false);
       expect((await inspectContainer(workspace))?.State.Running).toBe(true);
       const result = await backend.exec(workspace, {
         command: 'echo hi > f && cat f',
@@ -100,7 +142,7 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       expect(result.stdout).toBe('hi\n');
     });
 
-    it('runs the container locked down, with the workspace volume as its only mount', async () => {
+    it('runs the container locked down, with the workspace filesystem as its only mount', async () => {
       const container = await inspectContainer(workspace);
       const hostConfig = container.HostConfig;
       expect(hostConfig).toMatchObject({
@@ -110,7 +152,7 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
         Privileged: false,
         ReadonlyRootfs: true,
         PidsLimit: SANDBOX_CONTRACT_LIMITS.processes,
-        Memory: SANDBOX_CONTRACT_LIMITS.memoryBytes + SANDBOX_CONTRACT_LIMITS.tmpBytes,
+        Memory: SANDBOX_CONTRACT_LIMITS.memoryBytes,
         NanoCpus: 1e9,
       });
       expect(Object.keys(hostConfig.Tmpfs)).toEqual(['/tmp']);
@@ -123,7 +165,11 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       );
       expect(container.Config.User).toBe('1000:1000');
       expect(container.Mounts).toEqual([
-        expect.objectContaining({ Type: 'volume', Name: volumeName(workspace), Destination: '/workspace' }),
+        expect.objectContaining({
+          Type: 'bind',
+          Source: path.join(workspacesDir, workspace),
+          Destination: '/workspace',
+        }),
       ]);
       const environment = (container.Config.Env as string[]).map((entry) => entry.slice(0, entry.indexOf('=')));
       expect(environment).not.toContain('MORDN_TEST_SECRET');
@@ -144,22 +190,52 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       expect(chart.size).toBeGreaterThan(1000);
     });
 
-    it('stops the container on a timeout and starts it again on the next call, keeping the files', async () => {
-      const result = await backend.exec(workspace, { command: 'sleep 30', timeoutMs: 500, maxOutputBytes: 1024 });
+    it('kills only the timed-out call: a concurrent call in the same workspace runs on, the container stays', async () => {
+      const concurrent = backend.exec(workspace, {
+        command: 'sleep 2; cat f',
+        timeoutMs: 15_000,
+        maxOutputBytes: 1024,
+      });
+      const result = await backend.exec(workspace, {
+        command: "setsid sh -c 'sleep 40' & sleep 30",
+        timeoutMs: 500,
+        maxOutputBytes: 1024,
+      });
       expect(result.timedOut).toBe(true);
-      expect((await inspectContainer(workspace))?.State.Running).toBe(false);
-      const after = await backend.exec(workspace, { command: 'cat f', timeoutMs: 15_000, maxOutputBytes: 1024 });
-      expect(after.stdout).toBe('hi\n');
+      expect((await inspectContainer(workspace))?.State.Running).toBe(true);
+      expect((await concurrent).stdout).toBe('hi\n');
+      const left = await backend.exec(workspace, { command: 'ps -eo args', timeoutMs: 15_000, maxOutputBytes: 65_536 });
+      expect(left.stdout).not.toContain('sleep 40');
+      expect(left.stdout).not.toContain('sleep 30');
     });
 
-    it('removes the container and the volume, and again without complaint', async () => {
+    it('holds the disk quota of the workspace filesystem against dd', async () => {
+      const small = docker({ quota: { maxBytes: 5 * 1024 ** 2, maxFiles: 200 } });
+      const full = newWorkspaceId();
+      workspaces.add(full);
+      await small.ensureWorkspace(full);
+      const result = await small.exec(full, {
+        command: 'dd if=/dev/zero of=a bs=1M count=8; dd if=/dev/zero of=b bs=1M count=8; cat /proc/self/mountinfo',
+        timeoutMs: 15_000,
+        maxOutputBytes: 65_536,
+      });
+      expect(result.stderr).toContain('No space left on device');
+      expect(result.stdout).not.toContain(workspacesDir);
+      expect(result.stdout).not.toContain(full);
+      const { stdout } = await runFile('du', ['-s', '--block-size=1', path.join(workspacesDir, '.images')]).catch(
+        async () => runFile('du', ['-s', '--block-size=1', workspacesDir]),
+      );
+      expect(Number(stdout.split('\t')[0])).toBeLessThanOrEqual(5 * 1024 ** 2 + 8 * 1024 ** 2 + 256 * 1024 ** 2);
+    });
+
+    it('removes the container and the workspace filesystem, and again without complaint', async () => {
       const doomed = newWorkspaceId();
       workspaces.add(doomed);
       await backend.ensureWorkspace(doomed);
       await backend.exec(doomed, { command: 'echo x > y', timeoutMs: 15_000, maxOutputBytes: 1024 });
       await backend.removeWorkspace(doomed);
       expect(await inspectContainer(doomed)).toBeUndefined();
-      expect(await volumeExists(doomed)).toBe(false);
+      expect(existsSync(path.join(workspacesDir, doomed))).toBe(false);
       await expect(backend.removeWorkspace(doomed)).resolves.toBeUndefined();
     });
 
@@ -183,14 +259,13 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
   });
 
   describe('idle stop', () => {
-    it('stops an idle container, keeps its volume, and the next call finds the files', async () => {
+    it('stops an idle container, keeps its files, and the next call finds them', async () => {
       const backend = docker({ idleMs: 1000 });
       const workspace = newWorkspaceId();
       workspaces.add(workspace);
       await backend.ensureWorkspace(workspace);
       await backend.exec(workspace, { command: 'echo kept > k', timeoutMs: 15_000, maxOutputBytes: 1024 });
       expect(await stopsWithin(workspace, 10_000)).toBe(true);
-      expect(await volumeExists(workspace)).toBe(true);
       const after = await backend.exec(workspace, { command: 'cat k', timeoutMs: 15_000, maxOutputBytes: 1024 });
       expect(after.stdout).toBe('kept\n');
     });
@@ -203,7 +278,6 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       // A new process (as after a restart) that never used this workspace.
       await docker({ idleMs: 1000 }).probe();
       expect(await stopsWithin(workspace, 10_000)).toBe(true);
-      expect(await volumeExists(workspace)).toBe(true);
     });
 
     it('does not stop a container while a command runs in it', async () => {
@@ -267,7 +341,7 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
         expect(workspace?.backend).toBe('docker');
         if (workspace) {
           workspaces.add(workspace.id);
-          expect(await volumeExists(workspace.id)).toBe(true);
+          expect((await inspectContainer(workspace.id))?.Mounts?.[0]?.Type).toBe('bind');
         }
       });
       await withImage('mordn-missing-image:none', async (service, fixture) => {

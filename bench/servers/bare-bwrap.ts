@@ -2,22 +2,36 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { createBwrapBackend } from '../../src/sandbox/bwrap/bwrap-backend.js';
+import { detectHostLayout } from '../../src/sandbox/bwrap/bwrap-arguments.js';
+import { launchSandbox } from '../../src/sandbox/bwrap/run-sandboxed.js';
+import { seccompFilter } from '../../src/sandbox/limits/seccomp.js';
 
 /**
- * The bare-bwrap baseline in its own process, started (and pinned) exactly like the service, so
- * both spawn their sandboxes from a Node process on the same core. Each `run` line on stdin runs
- * `true` in one sandbox and answers with the milliseconds it took; `{"port":0}` says it is ready.
+ * The bare-bwrap baseline in its own process, started (and pinned) exactly like the service:
+ * each `run` line on stdin spawns one fresh bwrap sandbox of the same shape as a workspace's
+ * (namespaces, mounts, seccomp filter and, for a root service, the same privilege drop) running
+ * `/bin/true`, and answers with the milliseconds it took; `{"port":0}` says it is ready.
  */
 const scratch = await mkdtemp(path.join(tmpdir(), 'mordn-bench-bare-'));
-const backend = createBwrapBackend({ workspacesDir: scratch });
-await backend.ensureWorkspace('bench-bare');
+const layout = await detectHostLayout();
+const seccomp = await seccompFilter();
+const hostUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+if (hostUser) await import('node:fs/promises').then(({ chown }) => chown(scratch, hostUser.uid, hostUser.gid));
 process.stderr.write(`${JSON.stringify({ port: 0 })}\n`);
 for await (const line of createInterface({ input: process.stdin })) {
   if (line !== 'run') break;
   const started = performance.now();
-  const result = await backend.exec('bench-bare', { command: 'true', timeoutMs: 10_000, maxOutputBytes: 1024 });
-  if (result.exitCode !== 0) throw new Error(`bare sandbox exited ${result.exitCode}`);
+  const sandbox = await launchSandbox({
+    bwrapPath: 'bwrap',
+    shape: { layout, workspaceDirectory: scratch, tmpBytes: 64 * 1024 ** 2, seccomp },
+    command: ['/bin/true'],
+    stdin: false,
+    ...(hostUser ? { hostUser } : {}),
+  });
+  sandbox.stdout.resume();
+  sandbox.stderr.resume();
+  const exit = await sandbox.exited;
+  if (exit.exitCode !== 0) throw new Error(`bare sandbox exited ${exit.exitCode}`);
   process.stdout.write(`${performance.now() - started}\n`);
 }
 await rm(scratch, { recursive: true, force: true });

@@ -50,8 +50,11 @@ export interface SandboxBackend {
     options: { maxBytes: number; exclusive?: boolean },
   ): Promise<{ size: number }>;
 
-  /** Total bytes of regular files in the workspace (for the byte quota). */
+  /** Bytes the workspace's files take (for the byte quota). */
   usage(workspaceId: string): Promise<{ bytes: number }>;
+
+  /** Stops every sandbox this backend runs (their workspaces stay); for shutdown. */
+  close?(): Promise<void>;
 }
 
 export interface ExecOptions {
@@ -73,6 +76,12 @@ export interface ExecResult {
   timedOut: boolean;
   aborted: boolean;
   durationMs: number;
+  /** The kernel killed the command because the workspace reached its memory limit. */
+  outOfMemory?: boolean;
+  /** The workspace's filesystem was full (bytes or files) when the command ended. */
+  quotaReached?: boolean;
+  /** What the limits did, for the model: starts with OUT_OF_MEMORY or WORKSPACE_QUOTA_REACHED. */
+  message?: string;
 }
 
 export interface DirectoryEntry {

@@ -13,22 +13,33 @@ const PROBE_TTL_MS = 15_000;
 
 function createBackend(config: Config): SandboxBackend {
   const { sandbox } = config;
+  const workspacesDir = path.join(config.dataDir, 'workspaces');
+  const quota = { maxBytes: sandbox.workspaceMaxBytes, maxFiles: sandbox.workspaceMaxFiles };
+  const limits = {
+    memoryBytes: sandbox.memoryBytes,
+    processes: sandbox.processes,
+    tmpBytes: sandbox.tmpBytes,
+    cpus: sandbox.cpus,
+  };
   if (sandbox.backend === 'docker') {
     return createDockerBackend({
       host: sandbox.docker.host,
       image: sandbox.docker.image,
-      limits: {
-        memoryBytes: sandbox.memoryBytes,
-        processes: sandbox.processes,
-        tmpBytes: sandbox.tmpBytes,
-        cpus: sandbox.docker.cpus,
-      },
-      idleMs: sandbox.docker.idleSeconds * 1000,
+      runtime: sandbox.docker.runtime,
+      limits,
+      quota,
+      workspacesDir,
+      weakLimits: sandbox.weakLimits,
+      idleMs: sandbox.idleSeconds * 1000,
     });
   }
   return createBwrapBackend({
-    workspacesDir: path.join(config.dataDir, 'workspaces'),
-    limits: { memoryBytes: sandbox.memoryBytes, processes: sandbox.processes, tmpBytes: sandbox.tmpBytes },
+    workspacesDir,
+    limits,
+    quota,
+    cgroupRoot: sandbox.cgroupRoot,
+    weakLimits: sandbox.weakLimits,
+    idleMs: sandbox.idleSeconds * 1000,
   });
 }
 
@@ -46,6 +57,7 @@ export function createSandboxRuntime(
   return {
     backend,
     isReady: () => probe.isReady(),
+    problem: () => probe.problem(),
     ...(options.authorize ? { authorize: options.authorize } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import { HostLimitUnavailableError } from './limits/host-limits.js';
 
 export interface CachedProbe {
   /**
@@ -7,6 +8,8 @@ export interface CachedProbe {
    * side-effect-free status route) never wait on, or multiply, probes.
    */
   isReady(): Promise<boolean>;
+  /** Why the last probe failed, when a host limit is missing (`HostLimitUnavailableError`). */
+  problem(): string | undefined;
 }
 
 /** Wraps a probe that throws when not ready into a cached, single-flight readiness check. */
@@ -16,15 +19,21 @@ export function createCachedProbe(
 ): CachedProbe {
   const now = options.now ?? Date.now;
   let ready: boolean | undefined;
+  let problem: string | undefined;
   let checkedAt = 0;
   let running: Promise<boolean> | undefined;
 
   const refresh = (): Promise<boolean> => {
     running ??= probe()
       .then(
-        () => true,
+        () => {
+          problem = undefined;
+          return true;
+        },
         (error: unknown) => {
           options.logger.warn({ err: error }, 'sandbox backend probe failed');
+          // Only what names a missing host capability is published; other failures may name hosts.
+          problem = error instanceof HostLimitUnavailableError ? error.message : undefined;
           return false;
         },
       )
@@ -43,5 +52,6 @@ export function createCachedProbe(
       if (now() - checkedAt > options.ttlMs) void refresh();
       return ready;
     },
+    problem: () => problem,
   };
 }

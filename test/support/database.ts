@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { DatabaseConfig } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/db/database.js';
+import { removeWorkspacesRoot } from './workspace-roots.js';
 
 export type TestDialect = 'sqlite' | 'postgres';
 
@@ -46,7 +47,7 @@ export async function createTestDatabaseTarget(): Promise<TestDatabaseTarget> {
       schema: undefined,
       environment: { MORDN_DATA_DIR: dataDir },
       open: () => openDatabase(config),
-      destroy: () => rm(dataDir, { recursive: true, force: true }),
+      destroy: () => removeWorkspacesRoot(dataDir),
     };
   }
   const schema = `test_${process.pid}_${randomBytes(6).toString('hex')}`;
@@ -70,7 +71,7 @@ export async function createTestDatabaseTarget(): Promise<TestDatabaseTarget> {
       await cleanup.connect();
       await cleanup.query(`drop schema if exists ${schema} cascade`);
       await cleanup.end();
-      await rm(dataDir, { recursive: true, force: true });
+      await removeWorkspacesRoot(dataDir);
     },
   };
 }

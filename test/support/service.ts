@@ -90,6 +90,7 @@ export async function startTestService(options: StartTestServiceOptions = {}): P
     fetch: (path, init) => fetch(`${server.url}${path}`, init),
     close: async () => {
       await server.close(1_000);
+      await deps.sandbox?.backend.close?.();
       await database.close();
     },
   };

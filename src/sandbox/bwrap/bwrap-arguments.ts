@@ -6,16 +6,17 @@ import type { ProcessLimits } from '../runtime/limits.js';
 export const SANDBOX_UID = 1000;
 /** Where the file helper appears inside a sandbox that runs file operations. */
 export const HELPER_PATH = '/opt/mordn/fileops.py';
+/** Where the supervisor appears inside a workspace sandbox. */
+export const SUPERVISOR_PATH = '/opt/mordn/supervisor.py';
 /** The sandbox's only writable persistent directory, its cwd and HOME. */
 export const WORKSPACE_MOUNT = '/workspace';
 
-const PRLIMIT_PATH = '/usr/bin/prlimit';
 const SETPRIV_PATH = '/usr/bin/setpriv';
 /** Where the staging bwrap puts the workspace for the sandbox's own bwrap (see `stagingPrefix`). */
 export const STAGE_MOUNT = '/mordn-stage';
 const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
 
-/** The limits of every sandboxed command; bwrap holds them with prlimit (`limitedCommand`) and a pids cgroup where possible. */
+/** The limits of every sandboxed command: the workspace's cgroup and filesystem hold them, rlimits per process. */
 export type SandboxLimits = ProcessLimits;
 
 /** The host's top-level system entries and /etc files the sandbox mirrors, found once. */
@@ -27,7 +28,7 @@ export interface HostLayout {
 }
 
 const TOP_LEVEL = ['bin', 'sbin', 'lib', 'lib64'];
-const ETC_ENTRIES = ['ld.so.cache', 'alternatives', 'localtime', 'ssl/certs', 'mime.types'];
+const ETC_ENTRIES = ['ld.so.cache', 'alternatives', 'localtime', 'ssl/certs', 'mime.types', 'matplotlibrc'];
 
 const PASSWD = [
   'root:x:0:0:root:/nonexistent:/usr/sbin/nologin',
@@ -66,8 +67,12 @@ export interface SandboxShape {
   /** Host directory bound read-write at /workspace. */
   workspaceDirectory: string;
   tmpBytes: number;
-  /** The file helper's source, bound read-only at HELPER_PATH; only for file operations. */
+  /** The file helper's source, bound read-only at HELPER_PATH. */
   helper?: Buffer;
+  /** The supervisor's source, bound read-only at SUPERVISOR_PATH; it then runs as PID 1. */
+  supervisor?: Buffer;
+  /** The compiled seccomp filter (see `limits/seccomp.ts`), loaded by bwrap right before exec. */
+  seccomp?: Buffer;
 }
 
 /**
@@ -87,10 +92,17 @@ export function sandboxArguments(
   firstDataFd: number,
 ): { arguments: string[]; dataFiles: Buffer[] } {
   const dataFiles: Buffer[] = [];
-  const dataFile = (target: string, content: Buffer | string): string[] => {
+  const dataFd = (content: Buffer | string): string => {
     dataFiles.push(Buffer.isBuffer(content) ? content : Buffer.from(content));
-    return ['--perms', '0444', '--ro-bind-data', String(firstDataFd + dataFiles.length - 1), target];
+    return String(firstDataFd + dataFiles.length - 1);
   };
+  const dataFile = (target: string, content: Buffer | string): string[] => [
+    '--perms',
+    '0444',
+    '--ro-bind-data',
+    dataFd(content),
+    target,
+  ];
   const tmpSize = String(shape.tmpBytes);
   const argumentList = [
     // Explicit namespaces rather than --unshare-all, whose user and cgroup parts are only "try".
@@ -114,6 +126,8 @@ export function sandboxArguments(
     ...dataFile('/etc/group', GROUP),
     ...dataFile('/etc/hosts', HOSTS),
     ...(shape.helper ? dataFile(HELPER_PATH, shape.helper) : []),
+    ...(shape.supervisor ? [...dataFile(SUPERVISOR_PATH, shape.supervisor), '--as-pid-1'] : []),
+    ...(shape.seccomp ? ['--seccomp', dataFd(shape.seccomp)] : []),
     ...['--proc', '/proc'],
     ...['--dev', '/dev'],
     ...['--size', tmpSize, '--tmpfs', '/tmp'],
@@ -171,24 +185,5 @@ export function stagingPrefix(
     ...['--no-new-privs', '--bounding-set=-all', '--inh-caps=-all'],
     '--',
     bwrapPath,
-  ];
-}
-
-/**
- * `command` prefixed with prlimit, which sets the limits on itself and then executes the
- * command: no interpreter to start (a Python launcher would add its startup to every call), and
- * util-linux is part of every Debian-like base system. The CPU limit backs up the wall-clock
- * timeout should the service itself be stopped before it fires.
- */
-export function limitedCommand(limits: SandboxLimits, cpuSeconds: number, command: readonly string[]): string[] {
-  return [
-    PRLIMIT_PATH,
-    `--as=${limits.memoryBytes}`,
-    `--nproc=${limits.processes}`,
-    `--fsize=${limits.fileSizeBytes}`,
-    `--nofile=${limits.openFiles}`,
-    `--cpu=${cpuSeconds}`,
-    '--',
-    ...command,
   ];
 }

@@ -1,37 +1,50 @@
 import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import type { SandboxBackend } from '../backend.js';
+import type { ExecResult, SandboxBackend } from '../backend.js';
+import type { CgroupLimits, WorkspaceCgroup } from '../limits/cgroups.js';
+import { type HostLimits, HostLimitUnavailableError, prepareHostLimits } from '../limits/host-limits.js';
+import { seccompFilter } from '../limits/seccomp.js';
 import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
 import { DEFAULT_PROCESS_LIMITS, HELPER_OPEN_FILES, resolveLimits } from '../runtime/limits.js';
 import { OutputCapture } from '../runtime/output-capture.js';
 import { checkExecOptions, runCommand } from '../runtime/run-command.js';
 import { requireWorkspaceId } from '../runtime/workspace-path.js';
+import type { CommandLimits } from '../supervisor/supervisor-connection.js';
+import { createSupervisorPool } from '../supervisor/supervisor-pool.js';
+import { supervisorSource } from '../supervisor/supervisor-source.js';
 import {
   detectHostLayout,
   HELPER_PATH,
   type HostLayout,
-  limitedCommand,
   type SandboxLimits,
   WORKSPACE_MOUNT,
 } from './bwrap-arguments.js';
-import { findPidsCgroupParent, type PidsCgroupParent } from './pids-cgroup.js';
 import { describeSpawnFailure, describeStartFailure } from './probe-failure.js';
-import { type HostUser, launchSandbox, type SandboxProcess } from './run-sandboxed.js';
+import { type HostUser, launchSandbox } from './run-sandboxed.js';
 import { createWorkspaceDirectories } from './workspace-directories.js';
+import { startWorkspaceSandbox } from './workspace-sandbox.js';
 
 export type { SandboxLimits } from './bwrap-arguments.js';
 export type { HostUser } from './run-sandboxed.js';
 
+/** Limits of one workspace's sandbox: the shared process limits plus its CPU share. */
+export interface BwrapLimits extends SandboxLimits {
+  /** CPUs the workspace's processes may use together (a CFS quota), e.g. 0.5. */
+  cpus: number;
+}
+
 /** Options of `createBwrapBackend`; only `workspacesDir` is required. */
 export interface BwrapBackendOptions {
-  /** Host directory holding one sub-directory per workspace id; created when missing. */
+  /** Host directory holding each workspace's filesystem; created when missing. */
   workspacesDir: string;
   /** The bubblewrap executable (looked up on `PATH` unless absolute). Default `bwrap`. */
   bwrapPath?: string;
-  /** Limits for every sandboxed process; each defaults as documented on `DEFAULT_LIMITS`. */
-  limits?: Partial<SandboxLimits>;
-  /** The Python 3 that runs the file helper inside the sandbox. Default `/usr/bin/python3`. */
+  /** Limits of each workspace; each defaults as documented on `DEFAULT_LIMITS`. */
+  limits?: Partial<BwrapLimits>;
+  /** The workspace disk quota (its own filesystem): bytes and files. Default 1 GiB, 65,536 files. */
+  quota?: { maxBytes: number; maxFiles: number };
+  /** The Python 3 that runs the supervisor and file helper inside, and builds the seccomp filter. Default `/usr/bin/python3`. */
   python?: string;
   /**
    * The unprivileged host user sandboxes run as when the service runs as root (ignored otherwise:
@@ -40,21 +53,29 @@ export interface BwrapBackendOptions {
    * /proc/sys and is exempt from RLIMIT_NPROC.
    */
   hostUser?: HostUser;
-  /** `off` skips the per-sandbox pids cgroup even where one could be created. Default `auto`. */
-  pidsCgroup?: 'auto' | 'off';
+  /** Where cgroup filesystems are mounted (`MORDN_SANDBOX_CGROUP_ROOT`). Default `/sys/fs/cgroup`. */
+  cgroupRoot?: string;
+  /** Run where the host cannot hold per-workspace cgroups or quotas, with per-process limits instead. */
+  weakLimits?: boolean;
+  /** A workspace sandbox with no command for this long is torn down. Default 5 min. */
+  idleMs?: number;
 }
 
 /** The limits a backend gets unless its options lower or raise them. */
-export const DEFAULT_LIMITS: Readonly<SandboxLimits> = DEFAULT_PROCESS_LIMITS;
+export const DEFAULT_LIMITS: Readonly<BwrapLimits> = { ...DEFAULT_PROCESS_LIMITS, cpus: 1 };
+const DEFAULT_QUOTA = { maxBytes: 1024 ** 3, maxFiles: 65_536 };
 
 const DEFAULT_HOST_USER: HostUser = { uid: 65534, gid: 65534 };
+const DEFAULT_IDLE_MS = 5 * 60_000;
 /** CPU seconds granted beyond an exec's wall-clock timeout (the timeout is what normally stops it). */
 const CPU_GRACE_SECONDS = 5;
 /** CPU seconds of one file operation (the helper mostly waits on I/O). */
 const HELPER_CPU_SECONDS = 120;
+/** Tasks of a workspace beyond its commands' own: the supervisor and one reaper per running command. */
+const SUPERVISOR_TASKS = 1 + 32;
 const PROBE_TIMEOUT_MS = 15_000;
 const REMOVE_TIMEOUT_MS = 120_000;
-const REMOVE_ATTEMPTS = 3;
+const SIGKILL = 9;
 /** Empties a workspace from inside a sandbox, so no host-side walk can be turned by a symlink. */
 const CLEAR_WORKSPACE = `chmod -R u+rwX ${WORKSPACE_MOUNT} 2>/dev/null; find ${WORKSPACE_MOUNT} -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +`;
 
@@ -79,23 +100,32 @@ function lazily<T>(compute: () => Promise<T>): () => Promise<T> {
   };
 }
 
+function formatBytes(bytes: number): string {
+  return bytes % 1024 ** 3 === 0 ? `${bytes / 1024 ** 3} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`;
+}
+
 /**
- * The embedded sandbox backend: every exec and every file operation is its own bubblewrap
- * sandbox over the workspace directory (see `sandboxArguments` for exactly what it contains).
+ * The embedded sandbox backend: one long-lived bubblewrap sandbox per active workspace, whose
+ * supervisor (PID 1 inside) forks every command and file operation on request.
  *
  * What protects what:
  * - Namespaces and mounts: no network, no host files beyond read-only `/usr` and a few /etc
  *   entries, no other workspace, no capabilities; the environment holds five fixed variables.
+ * - seccomp (`limits/seccomp.ts`): no keyrings, BPF, perf, userfaultfd, mounts, namespaces,
+ *   ptrace, io_uring or TIOCSTI; no bwrap sandbox starts without the filter.
  * - Host user: a root service only stages the sandbox and runs its bwrap as `hostUser` (see
  *   `stagingPrefix`), so sandboxed code is never host root.
- * - prlimit: address space, file size, open files and CPU time per process; RLIMIT_NPROC, which
- *   on Linux ≥ 5.14 counts per user namespace, i.e. per sandbox.
- * - A pids cgroup per sandbox where the host lets us create one: a fork bomb stops at `processes`
- *   even where RLIMIT_NPROC would not (older kernels, where it counts the whole host uid).
- * - Killing: SIGKILL to bwrap's process group on timeout or abort takes the PID namespace, and so
- *   every process the command started, down with it.
- * - File operations run `fileops.py` inside a sandbox, walking paths without following symlinks;
- *   the host only ever creates, renames and removes the workspace directory itself.
+ * - One cgroup per workspace (`limits/cgroups.ts`): memory, CPU and processes of all its
+ *   processes together; the OOM killer acts inside the workspace only and spares the supervisor.
+ * - One filesystem per workspace (`limits/quota-filesystem.ts`): bytes and files bounded by the
+ *   kernel, whatever the command does.
+ * - Killing: each command runs under its own reaper in the supervisor, which kills everything the
+ *   command started (however it detached) when it ends, times out or is aborted.
+ * - File operations run `fileops.py` inside the sandbox, walking paths without following symlinks.
+ *
+ * Where the host cannot provide cgroups or quota filesystems, `probe` fails saying why, unless
+ * `weakLimits` is set: then memory and processes are per-process rlimits and the quota is
+ * checked after the fact.
  *
  * @example
  * const backend = createBwrapBackend({ workspacesDir: path.join(config.dataDir, 'workspaces') });
@@ -104,65 +134,118 @@ function lazily<T>(compute: () => Promise<T>): () => Promise<T> {
  * const result = await backend.exec('ws_0123', { command: 'python3 -V', timeoutMs: 10_000, maxOutputBytes: 65_536 });
  */
 export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend {
-  const limits = resolveLimits(DEFAULT_LIMITS, options.limits);
-  const helperLimits: SandboxLimits = { ...limits, openFiles: Math.max(limits.openFiles, HELPER_OPEN_FILES) };
+  const limits = resolveLimits(DEFAULT_LIMITS, options.limits, ['cpus']);
+  const quotaLimits = options.quota ?? DEFAULT_QUOTA;
   const bwrapPath = options.bwrapPath ?? 'bwrap';
   const python = options.python ?? '/usr/bin/python3';
   const hostUser = resolveHostUser(options.hostUser);
-  const directories = createWorkspaceDirectories(path.resolve(options.workspacesDir), hostUser);
+  const workspacesDir = path.resolve(options.workspacesDir);
+  const directories = createWorkspaceDirectories(workspacesDir, hostUser);
   const layout = lazily<HostLayout>(detectHostLayout);
-  const cgroupParent = lazily<PidsCgroupParent | undefined>(() =>
-    options.pidsCgroup === 'off' ? Promise.resolve(undefined) : findPidsCgroupParent(),
+  const seccomp = lazily(() => seccompFilter({ python }));
+  const host = lazily<HostLimits>(() =>
+    prepareHostLimits({
+      workspacesDir,
+      quota: quotaLimits,
+      ...(hostUser ? { owner: hostUser } : {}),
+      cgroups: options.cgroupRoot === undefined ? {} : { root: options.cgroupRoot },
+      weakLimits: options.weakLimits ?? false,
+    }),
   );
-  /** Sandboxes alive per workspace, so removing a workspace can stop them first. */
-  const running = new Map<string, Set<SandboxProcess>>();
+  const cgroupLimits: CgroupLimits = {
+    memoryBytes: limits.memoryBytes,
+    cpus: limits.cpus,
+    processes: limits.processes + SUPERVISOR_TASKS,
+  };
+  /** Cgroups of the running workspace sandboxes. */
+  const cgroups = new Map<string, WorkspaceCgroup>();
 
-  const launch = async (
-    directory: string,
-    command: string[],
-    launchOptions: { stdin?: boolean; helper?: Buffer; workspaceId?: string } = {},
-  ): Promise<SandboxProcess> => {
+  /** The workspace's directory: its own mounted filesystem, or (weak limits) a plain directory. */
+  const workspaceDirectory = async (workspaceId: string, create: boolean): Promise<string> => {
+    const { quota } = await host();
+    if (!quota) return create ? directories.ensure(workspaceId) : directories.existing(workspaceId);
+    const mounted = create ? await quota.ensure(workspaceId) : await quota.existing(workspaceId);
+    if (!mounted) throw new Error(`Workspace ${workspaceId} does not exist; ensureWorkspace creates it.`);
+    return mounted;
+  };
+
+  /** Per-command rlimits; memory and processes are per process only where no cgroup holds them. */
+  const commandLimits = (base: { openFiles: number; cpuSeconds: number }, weak: boolean): CommandLimits => ({
+    nofile: base.openFiles,
+    fsize: limits.fileSizeBytes,
+    cpu: base.cpuSeconds,
+    core: 0,
+    ...(weak ? { as: limits.memoryBytes, nproc: limits.processes } : {}),
+  });
+
+  const pool = createSupervisorPool({
+    idleMs: options.idleMs ?? DEFAULT_IDLE_MS,
+    start: async (workspaceId) => {
+      const [hostLimits, directory, filter, helper, supervisor] = await Promise.all([
+        host(),
+        workspaceDirectory(workspaceId, false),
+        seccomp(),
+        fileHelperSource(),
+        supervisorSource(),
+      ]);
+      const cgroup = await hostLimits.cgroups?.create(workspaceId, cgroupLimits);
+      try {
+        const sandbox = await startWorkspaceSandbox({
+          bwrapPath,
+          layout: await layout(),
+          workspaceDirectory: directory,
+          tmpBytes: limits.tmpBytes,
+          python,
+          supervisor,
+          helper,
+          seccomp: filter,
+          ...(hostUser ? { hostUser } : {}),
+          ...(cgroup ? { cgroup } : {}),
+        });
+        if (cgroup) cgroups.set(workspaceId, cgroup);
+        return {
+          connection: sandbox.connection,
+          stop: async () => {
+            await sandbox.stop();
+            if (cgroup && cgroups.get(workspaceId) === cgroup) cgroups.delete(workspaceId);
+            await cgroup?.remove();
+          },
+        };
+      } catch (error) {
+        await cgroup?.remove();
+        throw error;
+      }
+    },
+  });
+
+  const fileHelper = async (workspaceId: string): Promise<StartHelper> => {
+    await workspaceDirectory(workspaceId, false);
+    const weak = !(await host()).cgroups;
+    const helperLimits = commandLimits(
+      { openFiles: Math.max(limits.openFiles, HELPER_OPEN_FILES), cpuSeconds: HELPER_CPU_SECONDS },
+      weak,
+    );
+    return (helperArguments, { stdin }) =>
+      pool.spawn(workspaceId, [python, '-I', '-S', HELPER_PATH, ...helperArguments], {
+        stdin,
+        limits: helperLimits,
+      });
+  };
+
+  /** Runs a service-side shell command to completion in a one-off sandbox over `directory`. */
+  const runOnce = async (directory: string, command: string, timeoutMs: number) => {
     const sandbox = await launchSandbox({
       bwrapPath,
       shape: {
         layout: await layout(),
         workspaceDirectory: directory,
         tmpBytes: limits.tmpBytes,
-        helper: launchOptions.helper,
+        seccomp: await seccomp(),
       },
-      command,
-      stdin: launchOptions.stdin ?? false,
-      hostUser,
-      cgroupParent: await cgroupParent(),
-      processes: limits.processes,
+      command: ['/bin/sh', '-c', command],
+      stdin: false,
+      ...(hostUser ? { hostUser } : {}),
     });
-    const { workspaceId } = launchOptions;
-    if (workspaceId !== undefined) {
-      const alive = running.get(workspaceId) ?? new Set();
-      running.set(workspaceId, alive.add(sandbox));
-      void sandbox.exited.finally(() => {
-        alive.delete(sandbox);
-        if (alive.size === 0 && running.get(workspaceId) === alive) running.delete(workspaceId);
-      });
-    }
-    return sandbox;
-  };
-
-  const fileHelper = async (workspaceId: string): Promise<StartHelper> => {
-    const directory = await directories.existing(workspaceId);
-    const helper = await fileHelperSource();
-    return (helperArguments, { stdin }) =>
-      launch(
-        directory,
-        limitedCommand(helperLimits, HELPER_CPU_SECONDS, [python, '-I', '-S', HELPER_PATH, ...helperArguments]),
-        { stdin, helper, workspaceId },
-      );
-  };
-
-  /** Runs a service-side shell command to completion over `directory`, killing it after `timeoutMs`. */
-  const runToEnd = async (directory: string, command: string, timeoutMs: number) => {
-    const cpuSeconds = Math.ceil(timeoutMs / 1000);
-    const sandbox = await launch(directory, limitedCommand(limits, cpuSeconds, ['/bin/sh', '-c', command]));
     sandbox.stdout.resume();
     const stderr = new OutputCapture(2048);
     stderr.attach(sandbox.stderr);
@@ -171,14 +254,55 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     return { ...exit, stderr: stderr.text().trim() };
   };
 
+  /** Annotates a result with what the workspace's limits did to it. */
+  const explain = async (
+    workspaceId: string,
+    result: ExecResult,
+    signal: number | undefined,
+    oomKillsBefore: number | undefined,
+  ): Promise<ExecResult> => {
+    const cgroup = cgroups.get(workspaceId);
+    // The kernel killed something in the workspace during the call, and what it killed was this
+    // command or one of its children (its shell then exits 128 + SIGKILL).
+    const killedBySigkill = signal === SIGKILL || result.exitCode === 128 + SIGKILL;
+    if (cgroup && oomKillsBefore !== undefined && killedBySigkill && !result.timedOut && !result.aborted) {
+      const oomKills = await cgroup.oomKills().catch(() => oomKillsBefore);
+      if (oomKills > oomKillsBefore) {
+        return {
+          ...result,
+          outOfMemory: true,
+          message: `OUT_OF_MEMORY: the command was killed because the workspace's processes together reached its memory limit of ${formatBytes(limits.memoryBytes)}.`,
+        };
+      }
+    }
+    const quota = (await host()).quota;
+    const usage = quota ? await quota.usage(workspaceId).catch(() => undefined) : undefined;
+    if (usage && (usage.bytes >= usage.maxBytes * 0.99 || usage.files >= usage.maxFiles)) {
+      return {
+        ...result,
+        quotaReached: true,
+        message: `WORKSPACE_QUOTA_REACHED: the workspace is full (at most ${formatBytes(quotaLimits.maxBytes)} and ${quotaLimits.maxFiles} files); writes fail with "No space left on device" until files are deleted.`,
+      };
+    }
+    return result;
+  };
+
+  const fileOperations = workspaceFileOperations(fileHelper);
+
   return {
     kind: 'bwrap',
 
     async probe() {
+      await seccomp().catch((error: unknown) => {
+        throw new HostLimitUnavailableError(`sandboxes need a seccomp filter: ${(error as Error).message}`, {
+          cause: error,
+        });
+      });
+      await host();
       // A scratch directory beside the workspaces: also proves they can be created and bound.
       const directory = await directories.createScratch();
       try {
-        const exit = await runToEnd(directory, '/bin/true', PROBE_TIMEOUT_MS).catch((error: unknown) => {
+        const exit = await runOnce(directory, '/bin/true', PROBE_TIMEOUT_MS).catch((error: unknown) => {
           throw describeSpawnFailure(error, bwrapPath);
         });
         if (exit.exitCode === 0) return;
@@ -191,47 +315,71 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
 
     async ensureWorkspace(workspaceId) {
       requireWorkspaceId(workspaceId);
-      await directories.ensure(workspaceId);
+      await workspaceDirectory(workspaceId, true);
       return { placement: hostname() };
     },
 
     async removeWorkspace(workspaceId) {
       requireWorkspaceId(workspaceId);
-      // Moved aside first, so no new sandbox can start in it; then whatever still runs is stopped.
+      const { quota } = await host();
+      // Its sandbox first: nothing may run in a workspace that is going away.
+      await pool.stop(workspaceId);
+      if (quota) {
+        await quota.remove(workspaceId);
+        return;
+      }
+      // Moved aside first, so no new sandbox can start in it.
       const detached = await directories.detach(workspaceId);
       if (!detached) return;
-      const alive = [...(running.get(workspaceId) ?? [])];
-      for (const sandbox of alive) sandbox.kill();
-      await Promise.all(alive.map((sandbox) => sandbox.exited));
-      let problem = '';
-      try {
-        for (let attempt = 1; attempt <= REMOVE_ATTEMPTS; attempt += 1) {
-          const exit = await runToEnd(detached, CLEAR_WORKSPACE, REMOVE_TIMEOUT_MS);
-          const removed = await rmdir(detached).then(
-            () => true,
-            (error: unknown) => {
-              problem = exit.stderr || String(error);
-              return false;
-            },
-          );
-          if (removed) return;
-        }
-      } catch (error) {
-        problem = String(error);
-      }
+      const exit = await runOnce(detached, CLEAR_WORKSPACE, REMOVE_TIMEOUT_MS).catch((error: unknown) => ({
+        stderr: String(error),
+      }));
+      const removed = await rmdir(detached).then(
+        () => true,
+        () => false,
+      );
+      if (removed) return;
       await directories.reattach(detached, workspaceId).catch(() => undefined);
-      throw new Error(`Workspace ${workspaceId} could not be removed completely (${problem}).`);
+      throw new Error(`Workspace ${workspaceId} could not be removed completely (${exit.stderr}).`);
     },
 
     async exec(workspaceId, execOptions) {
       requireWorkspaceId(workspaceId);
       checkExecOptions(execOptions);
-      const directory = await directories.existing(workspaceId);
+      await workspaceDirectory(workspaceId, false);
+      const weak = !(await host()).cgroups;
       const cpuSeconds = Math.ceil(execOptions.timeoutMs / 1000) + CPU_GRACE_SECONDS;
-      const command = limitedCommand(limits, cpuSeconds, ['/bin/sh', '-c', execOptions.command]);
-      return runCommand(() => launch(directory, command, { workspaceId }), execOptions);
+      const processLimits = commandLimits({ openFiles: limits.openFiles, cpuSeconds }, weak);
+      let oomKillsBefore: number | undefined;
+      let signal: number | undefined;
+      const result = await runCommand(async () => {
+        const sandbox = await pool.spawn(workspaceId, ['/bin/sh', '-c', execOptions.command], {
+          stdin: false,
+          limits: processLimits,
+          beforeStart: async () => {
+            oomKillsBefore = await cgroups.get(workspaceId)?.oomKills();
+          },
+        });
+        void sandbox.exited.then((exit) => {
+          signal = exit.signal;
+        });
+        return sandbox;
+      }, execOptions);
+      return explain(workspaceId, result, signal, oomKillsBefore);
     },
 
-    ...workspaceFileOperations(fileHelper),
+    async close() {
+      await pool.stopAll();
+    },
+
+    ...fileOperations,
+
+    async usage(workspaceId) {
+      requireWorkspaceId(workspaceId);
+      const { quota } = await host();
+      // The filesystem counts what its files take; only plain directories need the walk.
+      if (quota && (await quota.existing(workspaceId))) return { bytes: (await quota.usage(workspaceId)).bytes };
+      return fileOperations.usage(workspaceId);
+    },
   };
 }

@@ -3,7 +3,6 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { observeStreamErrors } from '../../stream-errors.js';
 import type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
 import { type HostUser, type SandboxShape, STAGE_MOUNT, sandboxArguments, stagingPrefix } from './bwrap-arguments.js';
-import { createPidsCgroup, type PidsCgroup, type PidsCgroupParent } from './pids-cgroup.js';
 
 export type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
 export type { HostUser } from './bwrap-arguments.js';
@@ -18,10 +17,13 @@ export interface LaunchOptions {
   stdin: boolean;
   /** When the service is root: stage the sandbox and run its bwrap as this user (see `stagingPrefix`). */
   hostUser?: HostUser;
-  /** Put the sandbox into a fresh pids cgroup below this parent. */
-  cgroupParent?: PidsCgroupParent;
-  /** The cgroup's ceiling, for the command's own processes (bwrap's two are added to it). */
-  processes: number;
+  /** The workspace's cgroup: the sandbox's first process is placed in it before it runs anything. */
+  cgroup?: { add(pid: number): Promise<void> };
+}
+
+/** A started sandbox, with the host pid of its first process (the supervisor, as PID 1). */
+export interface LaunchedSandbox extends SandboxProcess {
+  readonly childPid: number | undefined;
 }
 
 /** bwrap's status fd carries two small JSON lines; anything longer is not bwrap talking. */
@@ -89,7 +91,7 @@ function spawned(child: ChildProcess): Promise<void> {
  *
  * @throws when bwrap cannot be executed (the error's `code` is `ENOENT`, `EACCES`, …).
  */
-export async function launchSandbox(options: LaunchOptions): Promise<SandboxProcess> {
+export async function launchSandbox(options: LaunchOptions): Promise<LaunchedSandbox> {
   const firstDataFd = 3;
   const { hostUser, shape } = options;
   const staging = hostUser ? stagingPrefix(shape.layout, shape.workspaceDirectory, options.bwrapPath, hostUser) : [];
@@ -99,8 +101,7 @@ export async function launchSandbox(options: LaunchOptions): Promise<SandboxProc
   );
   const statusFd = firstDataFd + dataFiles.length;
   const blockFd = statusFd + 1;
-  let cgroup: PidsCgroup | undefined;
-  if (options.cgroupParent) cgroup = await createPidsCgroup(options.cgroupParent, options.processes + 2);
+  const { cgroup } = options;
 
   const argumentList = [
     ...staging,
@@ -110,25 +111,19 @@ export async function launchSandbox(options: LaunchOptions): Promise<SandboxProc
     '--',
     ...options.command,
   ];
-  let child: ChildProcess;
-  try {
-    child = spawn(options.bwrapPath, argumentList, {
-      cwd: '/',
-      detached: true,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      stdio: [
-        options.stdin ? 'pipe' : 'ignore',
-        'pipe',
-        'pipe',
-        ...dataFiles.map(() => 'pipe' as const),
-        'pipe',
-        ...(cgroup ? ['pipe' as const] : []),
-      ],
-    });
-  } catch (error) {
-    await cgroup?.remove();
-    throw error;
-  }
+  const child: ChildProcess = spawn(options.bwrapPath, argumentList, {
+    cwd: '/',
+    detached: true,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    stdio: [
+      options.stdin ? 'pipe' : 'ignore',
+      'pipe',
+      'pipe',
+      ...dataFiles.map(() => 'pipe' as const),
+      'pipe',
+      ...(cgroup ? ['pipe' as const] : []),
+    ],
+  });
   // Errors after start (a pipe closed early, say) surface through 'close'; never as a crash.
   child.on('error', () => undefined);
   for (const stream of child.stdio) if (stream) observeStreamErrors(stream);
@@ -154,18 +149,16 @@ export async function launchSandbox(options: LaunchOptions): Promise<SandboxProc
     }
   };
 
+  let childPid: number | undefined;
   try {
     await spawned(child);
     dataFiles.forEach((data, index) => {
       (child.stdio[firstDataFd + index] as Writable).end(data);
     });
     if (cgroup) {
-      const childPid = await status.childPid;
+      childPid = await status.childPid;
       // No child pid means bwrap failed before creating the sandbox: nothing to place.
-      if (childPid !== undefined && child.pid !== undefined) {
-        await cgroup.add(child.pid);
-        await cgroup.add(childPid);
-      }
+      if (childPid !== undefined) await cgroup.add(childPid);
       (child.stdio[blockFd] as Writable).end('1');
     }
   } catch (error) {
@@ -174,9 +167,9 @@ export async function launchSandbox(options: LaunchOptions): Promise<SandboxProc
     stdout.resume();
     stderr.resume();
     if (child.pid !== undefined) await closed;
-    await cgroup?.remove();
     throw error;
   }
+  childPid ??= await status.childPid;
 
   const finished = (async (): Promise<SandboxExit> => {
     let grace: NodeJS.Timeout | undefined;
@@ -192,11 +185,11 @@ export async function launchSandbox(options: LaunchOptions): Promise<SandboxProc
     });
     await closed;
     clearTimeout(grace);
-    await cgroup?.remove();
     return { exitCode: killed ? undefined : status.exitCode(), killed };
   })();
 
   return {
+    childPid,
     stdin: child.stdin,
     stdout,
     stderr,

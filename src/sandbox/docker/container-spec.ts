@@ -1,9 +1,11 @@
+import { createHash } from 'node:crypto';
 import { HELPER_OPEN_FILES, type ProcessLimits } from '../runtime/limits.js';
 
 /** Where the workspace volume is mounted, and the working directory of every process. */
 export const WORKSPACE_MOUNT = '/workspace';
 /** The unprivileged user every process runs as (the sandbox image's `sandbox` user). */
-export const SANDBOX_USER = '1000:1000';
+export const SANDBOX_UID = 1000;
+export const SANDBOX_USER = `${SANDBOX_UID}:${SANDBOX_UID}`;
 /** Label naming the workspace a container or volume belongs to. */
 export const WORKSPACE_LABEL = 'org.mordn.workspace';
 
@@ -24,33 +26,45 @@ export interface ContainerLimits extends ProcessLimits {
   cpus: number;
 }
 
-/**
- * Wraps a command in its address-space limit. RLIMIT_AS cannot be a container ulimit: runc's
- * own start-up runs under the container's rlimits and fails below a few GiB of address space.
- */
-export function limitedCommand(limits: Pick<ContainerLimits, 'memoryBytes'>, command: readonly string[]): string[] {
-  const kibibytes = Math.floor(limits.memoryBytes / 1024);
-  return ['/bin/sh', '-c', `ulimit -v ${kibibytes} && exec "$@"`, 'sh', ...command];
-}
-
 /** Names derived from the service-assigned workspace id (never from user input). */
 export function containerName(workspaceId: string): string {
   return `mordn-${workspaceId}`;
 }
 
+/**
+ * The volume of a workspace that has no filesystem of its own (weak limits): opaque, because a
+ * volume's name shows in the container's /proc/self/mountinfo.
+ */
 export function volumeName(workspaceId: string): string {
-  return `mordn-${workspaceId}`;
+  return `mordn-${createHash('sha256').update(workspaceId).digest('hex').slice(0, 32)}`;
 }
+
+/** Where the workspace's files come from: its own mounted filesystem, or a named volume. */
+export type WorkspaceMount = { type: 'bind'; source: string } | { type: 'volume' };
 
 /**
  * The `POST /containers/create` body of a workspace container: no network, no capabilities,
- * no privilege gain, a read-only root with a size-capped tmpfs /tmp, pids/memory/CPU limits,
- * per-process rlimits, the unprivileged user, and the workspace volume as the only mount.
- * Its main process only keeps the container alive (`docker-init` reaps orphans); all work
- * arrives as execs.
+ * no privilege gain, a read-only root with a size-capped tmpfs /tmp, pids/memory/CPU limits of
+ * the container as a whole (the tmpfs is charged to its memory), per-process rlimits, the
+ * unprivileged user, and the workspace as the only mount. Its main process only keeps the
+ * container alive (`docker-init` reaps orphans); the supervisor and all work arrive as execs.
  */
-export function workspaceContainer(workspaceId: string, image: string, limits: ContainerLimits) {
-  const memory = limits.memoryBytes + limits.tmpBytes;
+export function workspaceContainer(
+  workspaceId: string,
+  image: string,
+  limits: ContainerLimits,
+  options: { mount: WorkspaceMount; runtime?: 'runc' | 'runsc' },
+) {
+  const memory = limits.memoryBytes;
+  const mount =
+    options.mount.type === 'bind'
+      ? {
+          Type: 'bind',
+          Source: options.mount.source,
+          Target: WORKSPACE_MOUNT,
+          BindOptions: { Propagation: 'rprivate' },
+        }
+      : { Type: 'volume', Source: volumeName(workspaceId), Target: WORKSPACE_MOUNT };
   return {
     Image: image,
     Entrypoint: ['sleep'],
@@ -82,7 +96,8 @@ export function workspaceContainer(workspaceId: string, image: string, limits: C
         { Name: 'fsize', Soft: limits.fileSizeBytes, Hard: limits.fileSizeBytes },
         { Name: 'core', Soft: 0, Hard: 0 },
       ],
-      Mounts: [{ Type: 'volume', Source: volumeName(workspaceId), Target: WORKSPACE_MOUNT }],
+      Mounts: [mount],
+      ...(options.runtime === 'runsc' ? { Runtime: 'runsc' } : {}),
       Init: true,
       IpcMode: 'private',
       RestartPolicy: { Name: 'no' },

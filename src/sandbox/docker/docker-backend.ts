@@ -1,18 +1,23 @@
+import { writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { SandboxBackend } from '../backend.js';
+import { type HostLimits, prepareHostLimits } from '../limits/host-limits.js';
 import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
-import { DEFAULT_PROCESS_LIMITS, resolveLimits } from '../runtime/limits.js';
+import { DEFAULT_PROCESS_LIMITS, HELPER_OPEN_FILES, resolveLimits } from '../runtime/limits.js';
 import { checkExecOptions, runCommand } from '../runtime/run-command.js';
-import type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
 import { requireWorkspaceId } from '../runtime/workspace-path.js';
+import { connectSupervisor } from '../supervisor/supervisor-connection.js';
+import { createSupervisorPool, type StartedSupervisor } from '../supervisor/supervisor-pool.js';
+import { supervisorSource } from '../supervisor/supervisor-source.js';
 import {
   type ContainerLimits,
   containerName,
-  limitedCommand,
+  SANDBOX_UID,
   SANDBOX_USER,
   volumeName,
   WORKSPACE_LABEL,
   WORKSPACE_MOUNT,
+  type WorkspaceMount,
   workspaceContainer,
 } from './container-spec.js';
 import { createEngineApi, type EngineApi, EngineApiError } from './engine-api.js';
@@ -30,12 +35,30 @@ export interface DockerBackendOptions {
   idleMs?: number;
   /** A ready Engine API client (tests and benchmarks share one); built from `host` otherwise. */
   api?: EngineApi;
+  /** The OCI runtime of workspace containers: `runc` (default) or gVisor's `runsc`. */
+  runtime?: 'runc' | 'runsc';
+  /**
+   * Host directory of the workspaces' own filesystems (the disk quota). The Docker daemon must
+   * run on this host to bind them; without it (or with weak limits where the host cannot make
+   * them) workspaces are named volumes with no enforced size.
+   */
+  workspacesDir?: string;
+  quota?: { maxBytes: number; maxFiles: number };
+  /** Run where the host cannot make quota filesystems, with an after-the-fact quota check. */
+  weakLimits?: boolean;
 }
 
 /** The shared process limits and 1 CPU. */
 export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = { ...DEFAULT_PROCESS_LIMITS, cpus: 1 };
 
 const DEFAULT_IDLE_MS = 5 * 60_000;
+const DEFAULT_QUOTA = { maxBytes: 1024 ** 3, maxFiles: 65_536 };
+/** CPU seconds granted beyond an exec's wall-clock timeout, and of one file operation. */
+const CPU_GRACE_SECONDS = 5;
+const HELPER_CPU_SECONDS = 120;
+const READY_TIMEOUT_MS = 15_000;
+/** See `workspace-sandbox.ts` (bwrap) for why -999 and not -1000. */
+const SUPERVISOR_OOM_SCORE_ADJ = '-999';
 /** How often an exec's exit status is asked for while the daemon is still recording it. */
 const EXIT_POLL_MS = 20;
 const EXIT_POLL_ATTEMPTS = 50;
@@ -48,12 +71,14 @@ interface ContainerState {
 }
 interface ContainerInspect {
   Config?: { Image?: string; Labels?: Record<string, string> };
+  HostConfig?: { Runtime?: string; Mounts?: Array<{ Type?: string; Source?: string }> };
   State?: ContainerState;
   ExecIDs?: string[] | null;
 }
 interface ExecInspect {
   Running?: boolean;
   ExitCode?: number | null;
+  Pid?: number;
 }
 
 function isStatus(error: unknown, ...statuses: number[]): boolean {
@@ -64,16 +89,16 @@ function isStatus(error: unknown, ...statuses: number[]): boolean {
  * The container sandbox backend: one container per workspace, driven through the Docker Engine
  * API (never the docker CLI). See `workspaceContainer` for exactly what a container gets.
  *
- * - A workspace is a named volume and one container, both created by `ensureWorkspace`, which the
- *   service calls on a user's first tool call (nothing exists before). The container is stopped
- *   after `idleMs` without calls (the volume stays) and started again by the next one.
- * - Commands and file operations are execs in that container as the unprivileged user; file
- *   operations run the same `fileops.py` walker as bwrap, inside the container, so no host-side
- *   copy (the `docker cp` class of symlink races) exists.
- * - A timeout or abort kills the whole container, which takes every process the command started
- *   with it, however it detached. Other calls running in the same workspace at that moment end
- *   too; files are kept. Processes a command leaves in the background otherwise keep running
- *   until the container stops.
+ * - A workspace is its own filesystem (`limits/quota-filesystem.ts`, bound at /workspace: the
+ *   disk quota holds whatever the command does) and one container, both created by
+ *   `ensureWorkspace`. The container's memory, CPU and pids limits hold for all its processes
+ *   together. With weak limits on a host without quota filesystems, an opaque named volume.
+ * - The container runs the supervisor (`supervisor.py`, the same as bwrap's) as one long-lived
+ *   exec; every command and file operation is forked by it under its own reaper, so a timeout
+ *   or abort kills exactly that call's processes, however they detached, and nothing else.
+ * - After `idleMs` without commands the supervisor ends and the container is stopped (files
+ *   stay); the next call starts both again. A supervisor that died is replaced on the next call.
+ * - `runtime: 'runsc'` runs the containers under gVisor.
  *
  * @example
  * const backend = createDockerBackend({ image: 'mordn-sandbox:latest' });
@@ -85,8 +110,32 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   const host = options.host ?? 'unix:///var/run/docker.sock';
   const api = options.api ?? createEngineApi(host);
   const { image } = options;
+  const runtime = options.runtime ?? 'runc';
   const limits = resolveLimits(DEFAULT_CONTAINER_LIMITS, options.limits, ['cpus']);
   const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
+  const { workspacesDir } = options;
+  const hostLimits = (() => {
+    let pending: Promise<HostLimits> | undefined;
+    return () => {
+      pending ??= (
+        workspacesDir === undefined
+          ? options.weakLimits
+            ? Promise.resolve<HostLimits>({ weakened: ['no workspaces directory: workspaces are unlimited volumes'] })
+            : Promise.reject(new Error('the workspace disk quota needs workspacesDir (a directory on the Docker host)'))
+          : prepareHostLimits({
+              workspacesDir,
+              quota: options.quota ?? DEFAULT_QUOTA,
+              owner: { uid: SANDBOX_UID, gid: SANDBOX_UID },
+              cgroups: false,
+              weakLimits: options.weakLimits ?? false,
+            })
+      ).catch((error: unknown) => {
+        pending = undefined;
+        throw error;
+      });
+      return pending;
+    };
+  })();
   /** In-flight starts per workspace, so concurrent first calls create and start once. */
   const starting = new Map<string, Promise<void>>();
   const idleTimers = new Map<string, NodeJS.Timeout>();
@@ -104,13 +153,31 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   const removeContainer = (workspaceId: string) =>
     api.call({ method: 'DELETE', path: `/containers/${containerName(workspaceId)}?force=true`, accept: [404] });
 
+  /** The workspace's files: its mounted filesystem, or (weak limits) its volume. */
+  const workspaceMount = async (workspaceId: string): Promise<WorkspaceMount> => {
+    const { quota } = await hostLimits();
+    if (!quota) return { type: 'volume' };
+    return { type: 'bind', source: await quota.ensure(workspaceId) };
+  };
+
+  /** Whether an existing container was made as this process would make it now. */
+  const current = (container: ContainerInspect, mount: WorkspaceMount) => {
+    const mounts = container.HostConfig?.Mounts ?? [];
+    const mounted =
+      mount.type === 'bind'
+        ? mounts[0]?.Type === 'bind' && mounts[0]?.Source === mount.source
+        : mounts[0]?.Type === 'volume';
+    const containerRuntime = container.HostConfig?.Runtime || 'runc';
+    return container.Config?.Image === image && containerRuntime === runtime && mounted;
+  };
+
   /** Creates the container; false when one of that name exists already (maybe from another replica). */
-  const create = async (workspaceId: string): Promise<boolean> => {
+  const create = async (workspaceId: string, mount: WorkspaceMount): Promise<boolean> => {
     try {
       await api.call({
         method: 'POST',
         path: `/containers/create?name=${containerName(workspaceId)}`,
-        body: workspaceContainer(workspaceId, image, limits),
+        body: workspaceContainer(workspaceId, image, limits, { mount, runtime }),
       });
       return true;
     } catch (error) {
@@ -121,15 +188,23 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
 
   /**
    * Creates and starts the workspace's container. One that exists is started as it is, or
-   * re-created first when it is stopped and was made from another image (an upgrade).
+   * re-created first when it is stopped and was made differently (another image, runtime or mount).
    */
   const start = async (workspaceId: string) => {
-    if (!(await create(workspaceId))) {
+    const mount = await workspaceMount(workspaceId);
+    if (mount.type === 'volume') {
+      await api.call({
+        method: 'POST',
+        path: '/volumes/create',
+        body: { Name: volumeName(workspaceId), Labels: { [WORKSPACE_LABEL]: workspaceId } },
+      });
+    }
+    if (!(await create(workspaceId, mount))) {
       const container = await inspect(workspaceId);
-      if (container?.State?.Running) return;
-      if (container && container.Config?.Image !== image) {
+      if (container?.State?.Running && current(container, mount)) return;
+      if (container && !current(container, mount)) {
         await removeContainer(workspaceId);
-        await create(workspaceId);
+        await create(workspaceId, mount);
       }
     }
     for (let attempt = 1; ; attempt += 1) {
@@ -156,8 +231,9 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
     return started;
   };
 
-  /** Stops an idle container unless an exec (from any replica) still runs in it. */
+  /** Stops an idle container unless an exec (this replica's or another's) still runs in it. */
   const stopIfIdle = async (workspaceId: string) => {
+    clearTimeout(idleTimers.get(workspaceId));
     idleTimers.delete(workspaceId);
     ready.delete(workspaceId);
     const container = await inspect(workspaceId);
@@ -169,6 +245,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
     await api.call({ method: 'POST', path: `/containers/${containerName(workspaceId)}/stop?t=0`, accept: [304] });
   };
 
+  /** An idle timer for a container this process does not supervise (adopted, or a peer's). */
   const touch = (workspaceId: string) => {
     clearTimeout(idleTimers.get(workspaceId));
     const timer = setTimeout(() => {
@@ -178,7 +255,6 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
     idleTimers.set(workspaceId, timer);
   };
 
-  /** Kills every process of the workspace and returns once the container has stopped. */
   /**
    * Containers left running by an earlier process (a restart, another replica that went away)
    * get an idle timer here too, so none runs forever.
@@ -196,6 +272,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
     }
   };
 
+  /** Kills every process of the workspace and returns once the container has stopped. */
   const kill = async (workspaceId: string) => {
     ready.delete(workspaceId);
     const name = containerName(workspaceId);
@@ -209,23 +286,22 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
       await api.call({ method: 'POST', path: `/containers/${name}/wait?condition=not-running`, accept: [404] });
   };
 
-  /** Waits (bounded) for an exec's process to end: its exit code, or `running` if it has not. */
-  const waitForExec = async (execId: string): Promise<{ running: boolean; exitCode?: number }> => {
+  /** Waits (bounded) for an exec's process to end. */
+  const execRunning = async (execId: string): Promise<boolean> => {
     for (let attempt = 0; attempt < EXIT_POLL_ATTEMPTS; attempt += 1) {
       const { body } = await api.call<ExecInspect>({ method: 'GET', path: `/exec/${execId}/json` });
-      if (!body?.Running)
-        return typeof body?.ExitCode === 'number' ? { running: false, exitCode: body.ExitCode } : { running: false };
+      if (!body?.Running) return false;
       await delay(EXIT_POLL_MS);
     }
-    return { running: true };
+    return true;
   };
 
-  const createExec = async (workspaceId: string, command: string[], stdin: boolean) => {
+  const createExec = async (workspaceId: string, command: string[]) => {
     const body = {
       Cmd: command,
       User: SANDBOX_USER,
       WorkingDir: WORKSPACE_MOUNT,
-      AttachStdin: stdin,
+      AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,
       Tty: false,
@@ -242,9 +318,9 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   };
 
   /** Creates an exec and attaches to it, starting the container (once more) when it is not running. */
-  const startExec = async (workspaceId: string, command: string[], stdin: boolean) => {
+  const startExec = async (workspaceId: string, command: string[]) => {
     for (let attempt = 1; ; attempt += 1) {
-      const execId = await createExec(workspaceId, command, stdin);
+      const execId = await createExec(workspaceId, command);
       if (!execId) throw new Error('The Docker daemon created an exec without an id.');
       try {
         return { execId, socket: await api.hijack(`/exec/${execId}/start`, { Detach: false, Tty: false }) };
@@ -256,62 +332,75 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
     }
   };
 
-  /**
-   * Runs `command` as an exec in the workspace's container, as a `SandboxProcess`. Killing a
-   * command kills the container (its only boundary that holds every descendant). Killing the
-   * file helper, a single process that starts nothing, only closes its connection: stdin ends,
-   * the helper abandons the operation (a partial write is removed) and exits; the container is
-   * killed only if it does not.
-   */
-  const launch = async (
-    workspaceId: string,
-    command: string[],
-    options: { stdin?: boolean; kills: 'container' | 'process' },
-  ): Promise<SandboxProcess> => {
-    touch(workspaceId);
-    const stdin = options.stdin ?? false;
-    const { execId, socket } = await startExec(workspaceId, limitedCommand(limits, command), stdin);
+  /** Starts the workspace's supervisor as a long-lived exec of its container. */
+  const startSupervisor = async (workspaceId: string): Promise<StartedSupervisor> => {
+    clearTimeout(idleTimers.get(workspaceId));
+    idleTimers.delete(workspaceId);
+    if (!ready.has(workspaceId)) await ensureRunning(workspaceId);
+    const source = (await supervisorSource()).toString('utf8');
+    const { execId, socket } = await startExec(workspaceId, ['python3', '-I', '-S', '-c', source]);
     const { stdout, stderr } = demultiplex(socket);
-    let killing: Promise<void> | undefined;
-    const closed = new Promise<void>((resolve) => {
-      socket.once('close', () => resolve());
-    });
-    const exited: Promise<SandboxExit> = closed.then(async () => {
-      touch(workspaceId);
-      // Gone only once its processes are: the next call must not meet them half-killed.
-      if (killing) return killing.then(() => ({ exitCode: undefined, killed: true }));
-      const { exitCode } = await waitForExec(execId).catch(() => ({ exitCode: undefined }));
-      return { exitCode, killed: false };
-    });
-    const stopProcess = async () => {
+    stderr.resume();
+    const connection = connectSupervisor({ stdin: stdinOf(socket), stdout });
+    const stop = async () => {
       socket.destroy();
-      const { running } = await waitForExec(execId).catch(() => ({ running: true }));
-      if (running) await kill(workspaceId);
+      // The supervisor kills its commands when its stdin ends; a container that does not let
+      // it (gone wrong) is stopped instead, which ends every process in it.
+      if (await execRunning(execId).catch(() => true)) await kill(workspaceId);
     };
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const { subreaper } = await Promise.race([
+        connection.ready,
+        new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(() => reject(new Error('did not become ready')), READY_TIMEOUT_MS);
+        }),
+      ]);
+      if (subreaper) sessionKillOnly.delete(workspaceId);
+      else sessionKillOnly.add(workspaceId);
+    } catch (error) {
+      await stop();
+      throw new Error(`The workspace supervisor could not start: ${(error as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+    // The daemon reports the exec's host pid; where this service shares the host, protect it
+    // from the container's OOM killer (see SUPERVISOR_OOM_SCORE_ADJ).
+    const { body } = await api.call<ExecInspect>({ method: 'GET', path: `/exec/${execId}/json` });
+    if (body?.Pid) await writeFile(`/proc/${body.Pid}/oom_score_adj`, SUPERVISOR_OOM_SCORE_ADJ).catch(() => undefined);
     return {
-      stdin: stdin ? stdinOf(socket) : null,
-      stdout,
-      stderr,
-      kill() {
-        killing ??= (
-          options.kills === 'container' ? kill(workspaceId).finally(() => socket.destroy()) : stopProcess()
-        ).catch(() => undefined);
+      connection,
+      stop: async () => {
+        await stop();
+        await stopIfIdle(workspaceId).catch(() => undefined);
       },
-      exited,
     };
   };
+
+  const pool = createSupervisorPool({ idleMs, start: startSupervisor });
+  /**
+   * Workspaces whose supervisor cannot make reapers child subreapers (gVisor before subreaper
+   * support): a command's own session is all it can kill, so a timeout or abort stops the whole
+   * container, as the only boundary that holds everything.
+   */
+  const sessionKillOnly = new Set<string>();
 
   const fileHelper = async (workspaceId: string): Promise<StartHelper> => {
     const source = (await fileHelperSource()).toString('utf8');
     return (helperArguments, { stdin }) =>
-      launch(workspaceId, ['python3', '-I', '-S', '-c', source, ...helperArguments], { stdin, kills: 'process' });
+      pool.spawn(workspaceId, ['python3', '-I', '-S', '-c', source, ...helperArguments], {
+        stdin,
+        limits: { nofile: HELPER_OPEN_FILES, fsize: limits.fileSizeBytes, cpu: HELPER_CPU_SECONDS, core: 0 },
+      });
   };
+  const fileOperations = workspaceFileOperations(fileHelper);
 
   return {
     kind: 'docker',
 
     async probe() {
       await api.call({ method: 'GET', path: '/_ping' });
+      await hostLimits();
       if (!adopted) {
         adopted = true;
         adoptRunning().catch(() => {
@@ -326,40 +415,70 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
           `The sandbox image ${image} is not on the Docker host; build it (sandbox-image/ or scripts/build-sandbox-image.sh).`,
         );
       }
+      if (runtime === 'runsc') {
+        const { body } = await api.call<{ Runtimes?: Record<string, unknown> }>({ method: 'GET', path: '/info' });
+        if (!body?.Runtimes?.runsc) {
+          throw new Error(
+            'The Docker daemon has no runsc runtime; install gVisor (runsc) and register it in daemon.json.',
+          );
+        }
+      }
     },
 
     async ensureWorkspace(workspaceId) {
       requireWorkspaceId(workspaceId);
-      if (!ready.has(workspaceId)) {
-        await api.call({
-          method: 'POST',
-          path: '/volumes/create',
-          body: { Name: volumeName(workspaceId), Labels: { [WORKSPACE_LABEL]: workspaceId } },
-        });
-        await ensureRunning(workspaceId);
-      }
-      touch(workspaceId);
+      if (!ready.has(workspaceId)) await ensureRunning(workspaceId);
       return { placement: `docker ${host}` };
     },
 
     async removeWorkspace(workspaceId) {
       requireWorkspaceId(workspaceId);
+      await pool.stop(workspaceId);
       ready.delete(workspaceId);
       clearTimeout(idleTimers.get(workspaceId));
       idleTimers.delete(workspaceId);
       await removeContainer(workspaceId);
       await api.call({ method: 'DELETE', path: `/volumes/${volumeName(workspaceId)}`, accept: [404] });
+      const { quota } = await hostLimits();
+      await quota?.remove(workspaceId);
     },
 
     async exec(workspaceId, execOptions) {
       requireWorkspaceId(workspaceId);
       checkExecOptions(execOptions);
-      return runCommand(
-        () => launch(workspaceId, ['/bin/sh', '-c', execOptions.command], { kills: 'container' }),
-        execOptions,
-      );
+      const cpuSeconds = Math.ceil(execOptions.timeoutMs / 1000) + CPU_GRACE_SECONDS;
+      return runCommand(async () => {
+        const process = await pool.spawn(workspaceId, ['/bin/sh', '-c', execOptions.command], {
+          stdin: false,
+          limits: { nofile: limits.openFiles, fsize: limits.fileSizeBytes, cpu: cpuSeconds, core: 0 },
+        });
+        if (!sessionKillOnly.has(workspaceId)) return process;
+        let stopped: Promise<void> | undefined;
+        return {
+          ...process,
+          exited: process.exited.then(async (exit) => {
+            await stopped;
+            return exit;
+          }),
+          kill() {
+            process.kill();
+            stopped ??= pool.stop(workspaceId).then(() => kill(workspaceId).catch(() => undefined));
+          },
+        };
+      }, execOptions);
     },
 
-    ...workspaceFileOperations(fileHelper),
+    async close() {
+      await pool.stopAll();
+    },
+
+    ...fileOperations,
+
+    async usage(workspaceId) {
+      requireWorkspaceId(workspaceId);
+      const { quota } = await hostLimits();
+      if (quota && (await quota.existing(workspaceId))) return { bytes: (await quota.usage(workspaceId)).bytes };
+      return fileOperations.usage(workspaceId);
+    },
   };
 }

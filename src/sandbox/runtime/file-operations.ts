@@ -1,22 +1,14 @@
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { Readable } from 'node:stream';
-import { packageRoot } from '../../package-root.js';
 import { observeStreamErrors } from '../../stream-errors.js';
 import { type DirectoryEntry, type ListResult, type SandboxBackend, WorkspaceFileError } from '../backend.js';
 import { captureStderr, collectReply, drained, helperFailure, parseReply, readStatusLine } from './helper-protocol.js';
+import { packagedSource } from './packaged-source.js';
 import type { SandboxProcess } from './sandbox-process.js';
 import { checkWorkspacePath, requireWorkspaceId } from './workspace-path.js';
 
-let helperSource: Promise<Buffer> | undefined;
-
 /** The source of `fileops.py`, read once (a failed read is retried by the next call). */
 export function fileHelperSource(): Promise<Buffer> {
-  helperSource ??= readFile(path.join(packageRoot(), 'src/sandbox/runtime/fileops.py')).catch((error: unknown) => {
-    helperSource = undefined;
-    throw error;
-  });
-  return helperSource;
+  return packagedSource('src/sandbox/runtime/fileops.py');
 }
 
 /** Starts `fileops.py` with these arguments in a fresh sandbox of the workspace. */

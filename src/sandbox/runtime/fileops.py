@@ -93,11 +93,26 @@ def is_symlink(directory_fd, name):
         return False
 
 
+def confirm_opened(directory_fd, name, fd):
+    """Returns `fd` once it is proven to be the entry `name` itself, not what a symlink there
+    points to: gVisor (as packaged in Debian 12) follows a final symlink despite O_NOFOLLOW when
+    O_DIRECTORY is set, and an entry swapped after the open shows a different inode."""
+    try:
+        entry = os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
+        opened = os.fstat(fd)
+    except OSError:
+        entry = None
+    if entry is None or stat.S_ISLNK(entry.st_mode) or (entry.st_dev, entry.st_ino) != (opened.st_dev, opened.st_ino):
+        os.close(fd)
+        raise Refusal("SYMLINK", "A symbolic link is on the path; links are never followed.")
+    return fd
+
+
 def open_directory(directory_fd, name, create=False):
     """Opens the child directory `name` of `directory_fd` without following a symlink."""
     for _attempt in range(3):
         try:
-            return os.open(name, DIRECTORY_FLAGS, dir_fd=directory_fd)
+            return confirm_opened(directory_fd, name, os.open(name, DIRECTORY_FLAGS, dir_fd=directory_fd))
         except OSError as error:
             if error.errno in (errno.ELOOP, errno.ENOTDIR):
                 # O_NOFOLLOW already refused it; the lstat only picks the code (a concurrent swap
@@ -200,6 +215,7 @@ def read_file(raw_path, raw_max):
             fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory_fd)
         except OSError as error:
             refuse_final(error, directory_fd, parts[-1])
+        confirm_opened(directory_fd, parts[-1], fd)
     finally:
         os.close(directory_fd)
     try:
@@ -276,10 +292,13 @@ def write_file(raw_path, raw_max, raw_exclusive):
     try:
         # O_NONBLOCK: opening a FIFO for writing fails (ENXIO) instead of waiting for a reader.
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        if is_symlink(directory_fd, name):
+            raise Refusal("SYMLINK", "A symbolic link is on the path; links are never followed.")
         try:
             fd = os.open(name, flags | (os.O_EXCL if exclusive else 0), 0o644, dir_fd=directory_fd)
         except OSError as error:
             refuse_final(error, directory_fd, name)
+        confirm_opened(directory_fd, name, fd)
         try:
             require_regular(fd)
         except BaseException:

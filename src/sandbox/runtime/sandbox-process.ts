@@ -6,6 +6,12 @@ export interface SandboxExit {
   exitCode: number | undefined;
   /** Whether `kill()` was called before the process was gone. */
   killed: boolean;
+  /** The signal that ended the command, when one did (SIGKILL of the OOM killer, say). */
+  signal?: number;
+  /** Why the command could not run or was lost (its program is missing, the supervisor died). */
+  error?: string;
+  /** The supervisor went away before the command started: nothing of it ran, it may be retried. */
+  notStarted?: boolean;
 }
 
 /**

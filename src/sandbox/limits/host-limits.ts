@@ -1,0 +1,80 @@
+import { type CgroupHierarchy, openCgroupHierarchy } from './cgroups.js';
+import { createQuotaFilesystems, type QuotaFilesystems } from './quota-filesystem.js';
+
+/**
+ * The host cannot enforce a sandbox limit: sandboxes are unavailable, and the message (which
+ * names the capability and the fix, never a secret) is what `/readyz` shows.
+ */
+export class HostLimitUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'HostLimitUnavailableError';
+  }
+}
+
+/** What a backend asks of the host: a workspace quota always, cgroups when it places processes itself. */
+export interface HostLimitsOptions {
+  /** Host directory of the workspaces' filesystems (images and mount points). */
+  workspacesDir: string;
+  quota: { maxBytes: number; maxFiles: number };
+  /** Owner of each workspace filesystem's root: the host user sandboxes run as. */
+  owner?: { uid: number; gid: number };
+  /** Per-workspace cgroups are needed (bwrap); Docker's own container cgroups serve otherwise. */
+  cgroups: false | { root?: string };
+  /**
+   * `MORDN_SANDBOX_WEAK_LIMITS`: run even where the host cannot hold a limit, holding it per
+   * process (rlimits) or after the fact instead. Never covers seccomp.
+   */
+  weakLimits: boolean;
+}
+
+/** The host's enforcement as found; a missing part is only possible with `weakLimits`. */
+export interface HostLimits {
+  cgroups?: CgroupHierarchy;
+  quota?: QuotaFilesystems;
+  /** What the host cannot enforce, one sentence each (empty unless weak limits let it run). */
+  weakened: string[];
+}
+
+/**
+ * Finds what this host can enforce for sandboxes as a whole: a cgroup hierarchy for memory, CPU
+ * and processes, and per-workspace quota filesystems. Each one that is missing fails the whole
+ * (the message says why, for `/readyz`), unless the operator chose weak limits.
+ *
+ * @example
+ * const host = await prepareHostLimits({ workspacesDir, quota: { maxBytes, maxFiles }, cgroups: {}, weakLimits: false });
+ */
+export async function prepareHostLimits(options: HostLimitsOptions): Promise<HostLimits> {
+  const weakened: string[] = [];
+  const allowWeak = (what: string, error: unknown) => {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (!options.weakLimits) {
+      throw new HostLimitUnavailableError(`${what}: ${reason} (or set MORDN_SANDBOX_WEAK_LIMITS=true)`, {
+        cause: error,
+      });
+    }
+    weakened.push(`${what} (${reason})`);
+  };
+  let cgroups: CgroupHierarchy | undefined;
+  if (options.cgroups) {
+    try {
+      cgroups = await openCgroupHierarchy(options.cgroups.root === undefined ? {} : { root: options.cgroups.root });
+    } catch (error) {
+      allowWeak('memory, CPU and process limits per workspace need cgroups', error);
+    }
+  }
+  let quota: QuotaFilesystems | undefined;
+  try {
+    const candidate = createQuotaFilesystems({
+      directory: options.workspacesDir,
+      maxBytes: options.quota.maxBytes,
+      maxFiles: options.quota.maxFiles,
+      ...(options.owner ? { owner: options.owner } : {}),
+    });
+    await candidate.probe();
+    quota = candidate;
+  } catch (error) {
+    allowWeak('the workspace disk quota needs a filesystem per workspace', error);
+  }
+  return { ...(cgroups ? { cgroups } : {}), ...(quota ? { quota } : {}), weakened };
+}

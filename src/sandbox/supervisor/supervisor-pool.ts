@@ -1,0 +1,184 @@
+import { PassThrough } from 'node:stream';
+import { observeStreamErrors } from '../../stream-errors.js';
+import type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
+import type { CommandLimits, SupervisorConnection } from './supervisor-connection.js';
+
+/** One started supervisor, as a backend hands it to the pool. */
+export interface StartedSupervisor {
+  connection: SupervisorConnection;
+  /** Kills the supervisor's whole boundary and settles once everything in it is gone. */
+  stop(): Promise<void>;
+}
+
+export interface SupervisorPoolOptions {
+  /** Starts the workspace's supervisor (creating its sandbox); resolves once it is ready. */
+  start(workspaceId: string): Promise<StartedSupervisor>;
+  /** A supervisor with no command for this long is stopped. */
+  idleMs: number;
+}
+
+export interface SupervisorPool {
+  /** Runs `argv` in the workspace's supervisor, starting one (again) when none is running. */
+  spawn(
+    workspaceId: string,
+    argv: readonly string[],
+    options: {
+      stdin: boolean;
+      limits?: CommandLimits;
+      /** Runs once the supervisor is up, right before the command starts (to read counters, say). */
+      beforeStart?: () => Promise<void>;
+    },
+  ): Promise<SandboxProcess>;
+  /** The running supervisor's connection, if any (for tests and status). */
+  current(workspaceId: string): SupervisorConnection | undefined;
+  /** Stops the workspace's supervisor (its commands die with it); a later spawn starts a new one. */
+  stop(workspaceId: string): Promise<void>;
+  /** Stops every supervisor. */
+  stopAll(): Promise<void>;
+}
+
+interface Entry {
+  started: Promise<StartedSupervisor>;
+  supervisor?: StartedSupervisor;
+  idleTimer?: NodeJS.Timeout;
+}
+
+/**
+ * One supervisor per active workspace: started by the first command, shared by every later one,
+ * stopped after `idleMs` without commands, and replaced transparently when it died (a killed
+ * supervisor fails only the commands it was running, never the next call).
+ *
+ * @example
+ * const pool = createSupervisorPool({ start: (id) => startWorkspaceSandbox(id), idleMs: 300_000 });
+ * const process = await pool.spawn('ws_0123', ['/bin/sh', '-c', 'ls'], { stdin: false });
+ */
+export function createSupervisorPool(options: SupervisorPoolOptions): SupervisorPool {
+  const entries = new Map<string, Entry>();
+  /** Stops in progress: a new supervisor of the workspace waits for the old one to be gone. */
+  const stopping = new Map<string, Promise<void>>();
+
+  const stopEntry = async (workspaceId: string, entry: Entry) => {
+    clearTimeout(entry.idleTimer);
+    if (entries.get(workspaceId) === entry) entries.delete(workspaceId);
+    const stopped = (async () => {
+      const supervisor = await entry.started.catch(() => undefined);
+      await supervisor?.stop();
+    })();
+    const previous = stopping.get(workspaceId) ?? Promise.resolve();
+    const all = Promise.all([previous, stopped]).then(() => undefined);
+    stopping.set(workspaceId, all);
+    await all;
+    if (stopping.get(workspaceId) === all) stopping.delete(workspaceId);
+  };
+
+  const scheduleIdleStop = (workspaceId: string, entry: Entry) => {
+    clearTimeout(entry.idleTimer);
+    if (entry.supervisor?.connection.running !== 0) return;
+    entry.idleTimer = setTimeout(() => {
+      if (entry.supervisor?.connection.running === 0) void stopEntry(workspaceId, entry);
+    }, options.idleMs);
+    entry.idleTimer.unref();
+  };
+
+  const acquire = async (workspaceId: string): Promise<{ entry: Entry; supervisor: StartedSupervisor }> => {
+    const existing = entries.get(workspaceId);
+    if (existing) {
+      const supervisor = await existing.started.catch(() => undefined);
+      if (supervisor && !supervisor.connection.closed) return { entry: existing, supervisor };
+      // Dead, or failed to start: forget it (stopping whatever is left) and start afresh.
+      if (entries.get(workspaceId) === existing) await stopEntry(workspaceId, existing);
+      const raced = entries.get(workspaceId);
+      if (raced) return acquire(workspaceId);
+    }
+    const previous = stopping.get(workspaceId);
+    if (previous) {
+      await previous;
+      const raced = entries.get(workspaceId);
+      if (raced) return acquire(workspaceId);
+    }
+    const entry: Entry = { started: options.start(workspaceId) };
+    entries.set(workspaceId, entry);
+    try {
+      entry.supervisor = await entry.started;
+    } catch (error) {
+      if (entries.get(workspaceId) === entry) entries.delete(workspaceId);
+      throw error;
+    }
+    const { supervisor } = entry;
+    void supervisor.connection.whenClosed.then(() => {
+      // Gone on its own (killed, crashed): its boundary is torn down now, not at the next call.
+      if (entries.get(workspaceId) === entry) void stopEntry(workspaceId, entry);
+    });
+    return { entry, supervisor };
+  };
+
+  /** Starts the command once in the workspace's current supervisor. */
+  const spawnOnce = async (
+    workspaceId: string,
+    argv: readonly string[],
+    spawnOptions: Parameters<SupervisorPool['spawn']>[2],
+  ): Promise<SandboxProcess> => {
+    const { entry, supervisor } = await acquire(workspaceId);
+    clearTimeout(entry.idleTimer);
+    await spawnOptions.beforeStart?.();
+    const process = supervisor.connection.spawn(argv, {
+      stdin: spawnOptions.stdin,
+      ...(spawnOptions.limits ? { limits: spawnOptions.limits } : {}),
+    });
+    void process.exited.then(() => scheduleIdleStop(workspaceId, entry));
+    return process;
+  };
+
+  return {
+    async spawn(workspaceId, argv, spawnOptions) {
+      const first = await spawnOnce(workspaceId, argv, spawnOptions);
+      // A command with stdin is handed over as it is: its input cannot be replayed.
+      if (spawnOptions.stdin) return first;
+      // Otherwise one that never started, because the supervisor died just before (killed,
+      // crashed), starts again in a new one: the caller sees one process.
+      const stdout = observeStreamErrors(new PassThrough());
+      const stderr = observeStreamErrors(new PassThrough());
+      let current = first;
+      let killRequested = false;
+      const follow = async (process: SandboxProcess, retry: boolean): Promise<SandboxExit> => {
+        process.stdout.pipe(stdout, { end: false });
+        process.stderr.pipe(stderr, { end: false });
+        const exit = await process.exited;
+        if (exit.notStarted && retry && !killRequested) {
+          current = await spawnOnce(workspaceId, argv, spawnOptions);
+          if (killRequested) current.kill();
+          return follow(current, false);
+        }
+        return exit;
+      };
+      const exited = follow(first, true).finally(() => {
+        stdout.end();
+        stderr.end();
+      });
+      return {
+        stdin: null,
+        stdout,
+        stderr,
+        kill() {
+          killRequested = true;
+          current.kill();
+        },
+        exited,
+      };
+    },
+
+    current(workspaceId) {
+      const connection = entries.get(workspaceId)?.supervisor?.connection;
+      return connection && !connection.closed ? connection : undefined;
+    },
+
+    async stop(workspaceId) {
+      const entry = entries.get(workspaceId);
+      if (entry) await stopEntry(workspaceId, entry);
+    },
+
+    async stopAll() {
+      await Promise.all([...entries].map(([workspaceId, entry]) => stopEntry(workspaceId, entry)));
+    },
+  };
+}
