@@ -39,6 +39,18 @@ export function volumeName(workspaceId: string): string {
   return `mordn-${createHash('sha256').update(workspaceId).digest('hex').slice(0, 32)}`;
 }
 
+/**
+ * Host tasks of gVisor itself (the Sentry's threads, the gofer), which share a runsc container's
+ * pids limit with the sandboxed processes: without room for them the Sentry fails to start
+ * threads and the whole container dies.
+ */
+export const GVISOR_TASKS = 512;
+
+/** The volume of a workspace made before workspaces had filesystems of their own. */
+export function legacyVolumeName(workspaceId: string): string {
+  return `mordn-${workspaceId}`;
+}
+
 /** Where the workspace's files come from: its own mounted filesystem, or a named volume. */
 export type WorkspaceMount = { type: 'bind'; source: string } | { type: 'volume' };
 
@@ -87,7 +99,7 @@ export function workspaceContainer(
       Privileged: false,
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${limits.tmpBytes},mode=1777` },
-      PidsLimit: limits.processes,
+      PidsLimit: limits.processes + (options.runtime === 'runsc' ? GVISOR_TASKS : 0),
       Memory: memory,
       MemorySwap: memory,
       NanoCpus: Math.round(limits.cpus * 1e9),

@@ -12,6 +12,7 @@ import { supervisorSource } from '../supervisor/supervisor-source.js';
 import {
   type ContainerLimits,
   containerName,
+  legacyVolumeName,
   SANDBOX_UID,
   SANDBOX_USER,
   volumeName,
@@ -190,8 +191,51 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
    * Creates and starts the workspace's container. One that exists is started as it is, or
    * re-created first when it is stopped and was made differently (another image, runtime or mount).
    */
+  /**
+   * A workspace of the earlier layout lives in the volume `mordn-<id>`: its files are copied into
+   * the workspace's filesystem by a one-off container of the same image and user (so nothing of
+   * it is read by the host), then the volume goes. A copy that fails keeps the volume.
+   */
+  const migrateLegacyVolume = async (workspaceId: string, mount: WorkspaceMount) => {
+    const legacy = legacyVolumeName(workspaceId);
+    const found = await api.call({ method: 'GET', path: `/volumes/${legacy}`, accept: [404] });
+    if (found.status === 404 || mount.type !== 'bind') return;
+    // The old container holds the volume: it goes first (it is re-created with the new mount).
+    await removeContainer(workspaceId);
+    const name = `${containerName(workspaceId)}-migrate`;
+    await api.call({ method: 'DELETE', path: `/containers/${name}?force=true`, accept: [404] });
+    const spec = workspaceContainer(workspaceId, image, limits, { mount, runtime });
+    await api.call({
+      method: 'POST',
+      path: `/containers/create?name=${name}`,
+      body: {
+        ...spec,
+        Entrypoint: ['/bin/sh'],
+        Cmd: ['-c', `cp -a /mordn-legacy/. ${WORKSPACE_MOUNT}/`],
+        HostConfig: {
+          ...spec.HostConfig,
+          Mounts: [
+            ...spec.HostConfig.Mounts,
+            { Type: 'volume', Source: legacy, Target: '/mordn-legacy', ReadOnly: true },
+          ],
+        },
+      },
+    });
+    try {
+      await api.call({ method: 'POST', path: `/containers/${name}/start` });
+      const { body } = await api.call<{ StatusCode?: number }>({ method: 'POST', path: `/containers/${name}/wait` });
+      if (body?.StatusCode !== 0) {
+        throw new Error(`Workspace ${workspaceId} could not be moved from its volume (cp exited ${body?.StatusCode}).`);
+      }
+    } finally {
+      await api.call({ method: 'DELETE', path: `/containers/${name}?force=true`, accept: [404] });
+    }
+    await api.call({ method: 'DELETE', path: `/volumes/${legacy}`, accept: [404] });
+  };
+
   const start = async (workspaceId: string) => {
     const mount = await workspaceMount(workspaceId);
+    await migrateLegacyVolume(workspaceId, mount);
     if (mount.type === 'volume') {
       await api.call({
         method: 'POST',
@@ -450,7 +494,14 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
       return runCommand(async () => {
         const process = await pool.spawn(workspaceId, ['/bin/sh', '-c', execOptions.command], {
           stdin: false,
-          limits: { nofile: limits.openFiles, fsize: limits.fileSizeBytes, cpu: cpuSeconds, core: 0 },
+          limits: {
+            nofile: limits.openFiles,
+            fsize: limits.fileSizeBytes,
+            cpu: cpuSeconds,
+            core: 0,
+            // Under gVisor the container's pids limit also counts gVisor's own threads.
+            ...(runtime === 'runsc' ? { nproc: limits.processes } : {}),
+          },
         });
         if (!sessionKillOnly.has(workspaceId)) return process;
         let stopped: Promise<void> | undefined;

@@ -54,8 +54,13 @@ export async function runCommand(start: () => Promise<SandboxProcess>, options: 
     signal?.removeEventListener('abort', onAbort);
   });
 
-  if (!exit.killed && exit.exitCode === undefined) {
-    throw new Error(`The sandbox could not start: ${stderr.text().trim().split('\n', 1)[0]}`);
+  if (!exit.killed && exit.exitCode === undefined && exit.signal === undefined) {
+    if (exit.error && !exit.notStarted) {
+      // The supervisor (and with it the workspace's sandbox) went away mid-call: a crash, or a
+      // runtime that ends the whole sandbox when it runs out of memory (gVisor).
+      throw new Error(`The workspace sandbox ended while the command ran (${exit.error})`);
+    }
+    throw new Error(`The sandbox could not start: ${exit.error ?? stderr.text().trim().split('\n', 1)[0]}`);
   }
   return result(exit.killed ? null : (exit.exitCode ?? null), {
     stdout: stdout.text(),
