@@ -132,3 +132,47 @@ describe('GET /v1/sandbox/status with the operator switch off', () => {
     }
   });
 });
+
+describe('a host that cannot enforce the sandbox limits', () => {
+  it('reports sandboxes unavailable and says why in /readyz, unless weak limits are chosen', async () => {
+    const strict = await startTestService({
+      environment: { MORDN_SANDBOX_ENABLED: 'true', MORDN_SANDBOX_CGROUP_ROOT: '/nonexistent/cgroup' },
+    });
+    try {
+      const fixture = await createAgentFixture(strict.database.db, { published: ENABLED });
+      expect(await status(strict, fixture)).toStrictEqual({ enabled: true, available: false });
+      const ready = await strict.fetch('/readyz');
+      expect(ready.status).toBe(503);
+      const body = (await readJson(ready)) as { checks: Record<string, string>; reasons?: Record<string, string> };
+      expect(body.checks.sandbox).toBe('failed');
+      expect(body.reasons?.sandbox).toMatch(/cgroup root \/nonexistent\/cgroup does not exist.*MORDN_SANDBOX_WEAK_LIMITS/);
+      // Nothing else failed, and no reason is given for what did not.
+      expect(Object.keys(body.reasons ?? {})).toEqual(['sandbox']);
+      const client = await connectSdkClient(strict, fixture.key, 'user-1');
+      try {
+        const refused = await callTool(client, 'sandbox_exec', { command: 'echo ran' });
+        expect(refused.isError).toBe(true);
+        expect(refused.value).not.toMatchObject({ stdout: 'ran\n' });
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await strict.close();
+    }
+
+    const weak = await startTestService({
+      environment: {
+        MORDN_SANDBOX_ENABLED: 'true',
+        MORDN_SANDBOX_CGROUP_ROOT: '/nonexistent/cgroup',
+        MORDN_SANDBOX_WEAK_LIMITS: 'true',
+      },
+    });
+    try {
+      const fixture = await createAgentFixture(weak.database.db, { published: ENABLED });
+      expect(await status(weak, fixture)).toStrictEqual({ enabled: true, available: true });
+      expect((await weak.fetch('/readyz')).status).toBe(200);
+    } finally {
+      await weak.close();
+    }
+  });
+});
