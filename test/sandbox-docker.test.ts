@@ -284,6 +284,20 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
       expect(Number(stdout.split('\t')[0])).toBeLessThanOrEqual(5 * 1024 ** 2 + 8 * 1024 ** 2 + 256 * 1024 ** 2);
     });
 
+    it('kills inside the container at its memory limit, says OUT_OF_MEMORY, and keeps the other calls', async () => {
+      const small = docker({ limits: { ...SANDBOX_CONTRACT_LIMITS, memoryBytes: 256 * 1024 ** 2 } });
+      const hungry = newWorkspaceId();
+      workspaces.add(hungry);
+      await small.ensureWorkspace(hungry);
+      const run = (command: string) => small.exec(hungry, { command, timeoutMs: 30_000, maxOutputBytes: 4096 });
+      const neighbour = run('sleep 2; echo neighbour done');
+      const result = await run(`python3 -c "b = b'x' * (400 * 1024 * 1024)"`);
+      expect(result).toMatchObject({ outOfMemory: true, exitCode: 137 });
+      expect(result.message).toMatch(/^OUT_OF_MEMORY: .*256 MiB/);
+      expect((await neighbour).stdout).toBe('neighbour done\n');
+      expect((await inspectContainer(hungry))?.State.Running).toBe(true);
+    });
+
     it('moves a workspace of the volume layout into its own filesystem, files and all', async () => {
       const moved = newWorkspaceId();
       workspaces.add(moved);

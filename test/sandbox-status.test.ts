@@ -145,7 +145,9 @@ describe('a host that cannot enforce the sandbox limits', () => {
       expect(ready.status).toBe(503);
       const body = (await readJson(ready)) as { checks: Record<string, string>; reasons?: Record<string, string> };
       expect(body.checks.sandbox).toBe('failed');
-      expect(body.reasons?.sandbox).toMatch(/cgroup root \/nonexistent\/cgroup does not exist.*MORDN_SANDBOX_WEAK_LIMITS/);
+      expect(body.reasons?.sandbox).toMatch(
+        /cgroup root \/nonexistent\/cgroup does not exist.*MORDN_SANDBOX_WEAK_LIMITS/,
+      );
       // Nothing else failed, and no reason is given for what did not.
       expect(Object.keys(body.reasons ?? {})).toEqual(['sandbox']);
       const client = await connectSdkClient(strict, fixture.key, 'user-1');

@@ -6,6 +6,7 @@ import type { CgroupLimits, WorkspaceCgroup } from '../limits/cgroups.js';
 import { type HostLimits, HostLimitUnavailableError, prepareHostLimits } from '../limits/host-limits.js';
 import { seccompFilter } from '../limits/seccomp.js';
 import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
+import { outOfMemoryNotice, quotaNotice } from '../runtime/limit-notices.js';
 import { DEFAULT_PROCESS_LIMITS, HELPER_OPEN_FILES, resolveLimits } from '../runtime/limits.js';
 import { OutputCapture } from '../runtime/output-capture.js';
 import { checkExecOptions, runCommand } from '../runtime/run-command.js';
@@ -75,7 +76,6 @@ const HELPER_CPU_SECONDS = 120;
 const SUPERVISOR_TASKS = 1 + 32;
 const PROBE_TIMEOUT_MS = 15_000;
 const REMOVE_TIMEOUT_MS = 120_000;
-const SIGKILL = 9;
 /** Empties a workspace from inside a sandbox, so no host-side walk can be turned by a symlink. */
 const CLEAR_WORKSPACE = `chmod -R u+rwX ${WORKSPACE_MOUNT} 2>/dev/null; find ${WORKSPACE_MOUNT} -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +`;
 
@@ -98,10 +98,6 @@ function lazily<T>(compute: () => Promise<T>): () => Promise<T> {
     });
     return pending;
   };
-}
-
-function formatBytes(bytes: number): string {
-  return bytes % 1024 ** 3 === 0 ? `${bytes / 1024 ** 3} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`;
 }
 
 /**
@@ -262,29 +258,19 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     oomKillsBefore: number | undefined,
   ): Promise<ExecResult> => {
     const cgroup = cgroups.get(workspaceId);
-    // The kernel killed something in the workspace during the call, and what it killed was this
-    // command or one of its children (its shell then exits 128 + SIGKILL).
-    const killedBySigkill = signal === SIGKILL || result.exitCode === 128 + SIGKILL;
-    if (cgroup && oomKillsBefore !== undefined && killedBySigkill && !result.timedOut && !result.aborted) {
-      const oomKills = await cgroup.oomKills().catch(() => oomKillsBefore);
-      if (oomKills > oomKillsBefore) {
-        return {
-          ...result,
-          outOfMemory: true,
-          message: `OUT_OF_MEMORY: the command was killed because the workspace's processes together reached its memory limit of ${formatBytes(limits.memoryBytes)}.`,
-        };
-      }
+    if (cgroup && oomKillsBefore !== undefined) {
+      const oomKillsAfter = await cgroup.oomKills().catch(() => oomKillsBefore);
+      const noticed = outOfMemoryNotice(result, {
+        signal,
+        oomKillsBefore,
+        oomKillsAfter,
+        memoryBytes: limits.memoryBytes,
+      });
+      if (noticed.outOfMemory) return noticed;
     }
-    const quota = (await host()).quota;
+    const { quota } = await host();
     const usage = quota ? await quota.usage(workspaceId).catch(() => undefined) : undefined;
-    if (usage && (usage.bytes >= usage.maxBytes * 0.99 || usage.files >= usage.maxFiles)) {
-      return {
-        ...result,
-        quotaReached: true,
-        message: `WORKSPACE_QUOTA_REACHED: the workspace is full (at most ${formatBytes(quotaLimits.maxBytes)} and ${quotaLimits.maxFiles} files); writes fail with "No space left on device" until files are deleted.`,
-      };
-    }
-    return result;
+    return quotaNotice(result, usage, quotaLimits);
   };
 
   const fileOperations = workspaceFileOperations(fileHelper);

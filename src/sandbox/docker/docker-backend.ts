@@ -2,7 +2,9 @@ import { writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { SandboxBackend } from '../backend.js';
 import { type HostLimits, prepareHostLimits } from '../limits/host-limits.js';
+import { processOomCounter } from '../limits/process-oom-counter.js';
 import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
+import { outOfMemoryNotice, quotaNotice } from '../runtime/limit-notices.js';
 import { DEFAULT_PROCESS_LIMITS, HELPER_OPEN_FILES, resolveLimits } from '../runtime/limits.js';
 import { checkExecOptions, runCommand } from '../runtime/run-command.js';
 import { requireWorkspaceId } from '../runtime/workspace-path.js';
@@ -411,7 +413,12 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
     // The daemon reports the exec's host pid; where this service shares the host, protect it
     // from the container's OOM killer (see SUPERVISOR_OOM_SCORE_ADJ).
     const { body } = await api.call<ExecInspect>({ method: 'GET', path: `/exec/${execId}/json` });
-    if (body?.Pid) await writeFile(`/proc/${body.Pid}/oom_score_adj`, SUPERVISOR_OOM_SCORE_ADJ).catch(() => undefined);
+    if (body?.Pid) {
+      await writeFile(`/proc/${body.Pid}/oom_score_adj`, SUPERVISOR_OOM_SCORE_ADJ).catch(() => undefined);
+      const counter = await processOomCounter(body.Pid);
+      if (counter) oomCounters.set(workspaceId, counter);
+      else oomCounters.delete(workspaceId);
+    }
     return {
       connection,
       stop: async () => {
@@ -428,6 +435,8 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
    * container, as the only boundary that holds everything.
    */
   const sessionKillOnly = new Set<string>();
+  /** The OOM-kill counter of each supervised container's memory cgroup, where this host sees it. */
+  const oomCounters = new Map<string, () => Promise<number>>();
 
   const fileHelper = async (workspaceId: string): Promise<StartHelper> => {
     const source = (await fileHelperSource()).toString('utf8');
@@ -491,7 +500,9 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
       requireWorkspaceId(workspaceId);
       checkExecOptions(execOptions);
       const cpuSeconds = Math.ceil(execOptions.timeoutMs / 1000) + CPU_GRACE_SECONDS;
-      return runCommand(async () => {
+      let oomKillsBefore: number | undefined;
+      let signal: number | undefined;
+      const result = await runCommand(async () => {
         const process = await pool.spawn(workspaceId, ['/bin/sh', '-c', execOptions.command], {
           stdin: false,
           limits: {
@@ -502,6 +513,14 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
             // Under gVisor the container's pids limit also counts gVisor's own threads.
             ...(runtime === 'runsc' ? { nproc: limits.processes } : {}),
           },
+          beforeStart: async () => {
+            oomKillsBefore = await oomCounters
+              .get(workspaceId)?.()
+              .catch(() => undefined);
+          },
+        });
+        void process.exited.then((exit) => {
+          signal = exit.signal;
         });
         if (!sessionKillOnly.has(workspaceId)) return process;
         let stopped: Promise<void> | undefined;
@@ -517,6 +536,20 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
           },
         };
       }, execOptions);
+      const counter = oomCounters.get(workspaceId);
+      if (counter && oomKillsBefore !== undefined) {
+        const oomKillsAfter = await counter().catch(() => oomKillsBefore as number);
+        const noticed = outOfMemoryNotice(result, {
+          signal,
+          oomKillsBefore,
+          oomKillsAfter,
+          memoryBytes: limits.memoryBytes,
+        });
+        if (noticed.outOfMemory) return noticed;
+      }
+      const { quota } = await hostLimits();
+      const usage = quota ? await quota.usage(workspaceId).catch(() => undefined) : undefined;
+      return quotaNotice(result, usage, options.quota ?? DEFAULT_QUOTA);
     },
 
     async close() {

@@ -1,0 +1,42 @@
+import type { ExecResult } from '../backend.js';
+
+const SIGKILL = 9;
+
+function formatBytes(bytes: number): string {
+  return bytes % 1024 ** 3 === 0 ? `${bytes / 1024 ** 3} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`;
+}
+
+/**
+ * The result marked `outOfMemory` when the kernel's OOM killer killed something in the workspace
+ * during the call (`oomKillsAfter > oomKillsBefore`) and what it killed was this command or one
+ * of its children (a shell then exits 128 + SIGKILL). A timed-out or aborted call keeps its result.
+ *
+ * @example
+ * return outOfMemoryNotice(result, { signal: exit.signal, oomKillsBefore, oomKillsAfter, memoryBytes });
+ */
+export function outOfMemoryNotice(
+  result: ExecResult,
+  facts: { signal: number | undefined; oomKillsBefore: number; oomKillsAfter: number; memoryBytes: number },
+): ExecResult {
+  const killed = facts.signal === SIGKILL || result.exitCode === 128 + SIGKILL;
+  if (!killed || result.timedOut || result.aborted || facts.oomKillsAfter <= facts.oomKillsBefore) return result;
+  return {
+    ...result,
+    outOfMemory: true,
+    message: `OUT_OF_MEMORY: the command was killed because the workspace's processes together reached its memory limit of ${formatBytes(facts.memoryBytes)}.`,
+  };
+}
+
+/** The result marked `quotaReached` when the workspace's filesystem is full, in bytes or in files. */
+export function quotaNotice(
+  result: ExecResult,
+  usage: { bytes: number; files: number; maxBytes: number; maxFiles: number } | undefined,
+  quota: { maxBytes: number; maxFiles: number },
+): ExecResult {
+  if (!usage || (usage.bytes < usage.maxBytes * 0.99 && usage.files < usage.maxFiles)) return result;
+  return {
+    ...result,
+    quotaReached: true,
+    message: `WORKSPACE_QUOTA_REACHED: the workspace is full (at most ${formatBytes(quota.maxBytes)} and ${quota.maxFiles} files); writes fail with "No space left on device" until files are deleted.`,
+  };
+}
