@@ -120,7 +120,7 @@ describe.skipIf(!isRoot)('bwrap sandbox containment (root: cgroups and quota fil
       const usable = await exec(
         backend,
         workspace,
-        'rm -f a b c; sync; dd if=/dev/zero of=fill bs=64k 2>/dev/null; stat -c %s fill; rm fill',
+        'rm -f a b c; sync; dd if=/dev/zero of=fill bs=64k 2>/dev/null; sync; cat /dev/zero >> fill 2>/dev/null; stat -c %s fill; rm fill',
       );
       expect(Number(usable.stdout.trim())).toBeGreaterThanOrEqual(quota.maxBytes * 0.99);
     });

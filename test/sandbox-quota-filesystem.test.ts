@@ -391,7 +391,12 @@ describe.skipIf(!isRoot)('quota filesystems (loop-mounted ext4 per workspace)', 
     expect(stats.files - 10).toBeLessThanOrEqual(maxFiles);
     let full: number | undefined;
     if (fill) {
-      const outcome = await asNobody(mountPoint, 'dd if=/dev/zero of=fill bs=1M 2>&1');
+      // Filled twice: delayed allocation can refuse early while much is unwritten; after a sync
+      // the rest of the quota takes data too.
+      const outcome = await asNobody(
+        mountPoint,
+        'dd if=/dev/zero of=fill bs=1M 2>&1; sync; cat /dev/zero >> fill 2>/dev/null; sync',
+      );
       expect(outcome.stdout).toContain('No space left on device');
       expect((await stat(path.join(mountPoint, 'fill'))).size).toBeGreaterThanOrEqual(maxBytes * 0.99);
       full = await allocated(image, mountPoint);

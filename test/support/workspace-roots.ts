@@ -20,5 +20,6 @@ export async function removeWorkspacesRoot(root: string): Promise<void> {
     .filter((mountPoint) => mountPoint === root || mountPoint.startsWith(`${root}/`))
     .sort((a, b) => b.length - a.length);
   for (const mountPoint of mounts) await runFile('umount', ['-l', mountPoint]).catch(() => undefined);
-  await rm(root, { recursive: true, force: true });
+  // A spare image still being made by a backend that was not closed can land meanwhile.
+  await rm(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
 }

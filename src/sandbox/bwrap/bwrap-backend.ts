@@ -139,15 +139,17 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
   const directories = createWorkspaceDirectories(workspacesDir, hostUser);
   const layout = lazily<HostLayout>(detectHostLayout);
   const seccomp = lazily(() => seccompFilter({ python }));
-  const host = lazily<HostLimits>(() =>
-    prepareHostLimits({
+  let hostPrepared = false;
+  const host = lazily<HostLimits>(() => {
+    hostPrepared = true;
+    return prepareHostLimits({
       workspacesDir,
       quota: quotaLimits,
       ...(hostUser ? { owner: hostUser } : {}),
       cgroups: options.cgroupRoot === undefined ? {} : { root: options.cgroupRoot },
       weakLimits: options.weakLimits ?? false,
-    }),
-  );
+    });
+  });
   const cgroupLimits: CgroupLimits = {
     memoryBytes: limits.memoryBytes,
     cpus: limits.cpus,
@@ -356,6 +358,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
 
     async close() {
       await pool.stopAll();
+      if (hostPrepared) await (await host().catch(() => undefined))?.quota?.close();
     },
 
     ...fileOperations,

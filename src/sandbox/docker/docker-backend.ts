@@ -117,9 +117,11 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   const limits = resolveLimits(DEFAULT_CONTAINER_LIMITS, options.limits, ['cpus']);
   const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
   const { workspacesDir } = options;
+  let hostPrepared = false;
   const hostLimits = (() => {
     let pending: Promise<HostLimits> | undefined;
     return () => {
+      hostPrepared = true;
       pending ??= (
         workspacesDir === undefined
           ? options.weakLimits
@@ -554,6 +556,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
 
     async close() {
       await pool.stopAll();
+      if (hostPrepared) await (await hostLimits().catch(() => undefined))?.quota?.close();
     },
 
     ...fileOperations,

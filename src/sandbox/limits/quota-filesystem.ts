@@ -64,6 +64,8 @@ export interface QuotaFilesystems {
   remove(workspaceId: string): Promise<void>;
   /** Bytes and files in use (statfs of the mount); throws when the workspace has no filesystem. */
   usage(workspaceId: string): Promise<QuotaUsage>;
+  /** Stops making spare images (for shutdown); mounted filesystems stay mounted. */
+  close(): Promise<void>;
 }
 
 /** Ids are service-made (`ws_…`); never a dot, so `.images` and other bookkeeping names stay free. */
@@ -228,6 +230,7 @@ export function createQuotaFilesystems(options: QuotaFilesystemOptions): QuotaFi
 
     existing: (workspaceId) => open(workspaceId, false),
     unmount: (workspaceId) => close(workspaceId, false),
+    close: () => spares.stop(),
     remove: (workspaceId) => close(workspaceId, true),
 
     async usage(workspaceId) {

@@ -18,6 +18,8 @@ export interface SpareImages {
   start(): Promise<void>;
   /** The name prefix of this layout's spares (others are leftovers of another configuration). */
   readonly prefix: string;
+  /** Makes no more spares and waits for the one in the making (for shutdown). */
+  stop(): Promise<void>;
 }
 
 function errorCode(error: unknown): string | undefined {
@@ -49,12 +51,13 @@ export function createSpareImages(options: {
   /** Spares this process knows of, oldest first; another process may have taken any of them. */
   const known: string[] = [];
   let making: Promise<void> | undefined;
+  let stopped = false;
 
   const fill = () => {
-    if (making || size === 0 || known.length >= size) return;
+    if (stopped || making || size === 0 || known.length >= size) return;
     making = (async () => {
       try {
-        while (known.length < size) {
+        while (!stopped && known.length < size) {
           const images = await options.images();
           const temporary = await makeImage(images, layout, owner);
           const spare = path.join(images, `${prefix}${randomUUID()}.ext4`);
@@ -76,6 +79,11 @@ export function createSpareImages(options: {
 
   return {
     prefix,
+
+    async stop() {
+      stopped = true;
+      await making;
+    },
 
     async take() {
       if (size === 0) return undefined;

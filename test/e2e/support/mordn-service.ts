@@ -1,8 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Json, readJson } from '../../support/json.js';
 import { type MordnProcess, spawnMordn } from '../../support/process.js';
+import { removeWorkspacesRoot } from '../../support/workspace-roots.js';
 import { freePort } from './free-port.js';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
@@ -42,7 +43,7 @@ export async function startMordnService(environment: Record<string, string>): Pr
   const stop = async () => {
     if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGTERM');
     await running.exited;
-    await rm(dataDir, { recursive: true, force: true });
+    await removeWorkspacesRoot(dataDir);
   };
   try {
     await running.waitForLog((line) => line.msg === 'mordn listening', 60_000);
