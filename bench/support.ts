@@ -34,10 +34,16 @@ export function startBenchServer(name: string, environment: Record<string, strin
       resolve({
         port: Number(match[1]),
         child,
+        // SIGTERM first, so a server can clean up (unmount workspace filesystems); SIGKILL after 10 s.
         stop: () =>
           new Promise((done) => {
-            child.once('exit', () => done());
-            child.kill('SIGKILL');
+            if (child.exitCode !== null || child.signalCode !== null) return done();
+            const deadline = setTimeout(() => child.kill('SIGKILL'), 10_000);
+            child.once('exit', () => {
+              clearTimeout(deadline);
+              done();
+            });
+            child.kill('SIGTERM');
           }),
       });
     };

@@ -32,7 +32,13 @@ const backends: SandboxBackend[] = [];
 
 async function createBackend(options: Partial<BwrapBackendOptions> = {}) {
   const workspacesDir = await temporaryWorkspacesDir();
-  const backend = createBwrapBackend({ workspacesDir, limits: SANDBOX_CONTRACT_LIMITS, ...options });
+  // Without root no cgroups or quota filesystems: the contract then runs on weak limits.
+  const backend = createBwrapBackend({
+    workspacesDir,
+    limits: SANDBOX_CONTRACT_LIMITS,
+    weakLimits: !isRoot,
+    ...options,
+  });
   backends.push(backend);
   return { backend, workspacesDir };
 }

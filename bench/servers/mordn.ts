@@ -6,6 +6,7 @@ import { composeDependencies } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startServer } from '../../src/server.js';
+import { removeWorkspacesRoot } from '../../test/support/workspace-roots.js';
 
 /**
  * The service as `npm start` builds it (default log level, process metrics, SQLite, fs storage),
@@ -19,3 +20,13 @@ const deps = await composeDependencies(config, { logger, processMetrics: true })
 const server = await startServer({ fetch: createApp(deps).fetch, host: '127.0.0.1', port: 0 });
 deps.selfBaseUrl = server.loopbackUrl;
 process.stderr.write(`${JSON.stringify({ port: Number(new URL(server.url).port) })}\n`);
+// Stopped with SIGTERM: the workspace sandboxes end and their filesystems are unmounted with the
+// data directory, so benchmark runs leave no loop devices behind.
+process.once('SIGTERM', () => {
+  void (async () => {
+    await server.close(1_000).catch(() => undefined);
+    await deps.close().catch(() => undefined);
+    await removeWorkspacesRoot(dataDir);
+    process.exit(0);
+  })();
+});

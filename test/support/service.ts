@@ -54,6 +54,9 @@ export async function startTestService(options: StartTestServiceOptions = {}): P
     port: 0,
   });
   const config = loadConfig({
+    // Per-workspace cgroups and quota filesystems need root; elsewhere the suite runs the
+    // weak-limits path (the containment suites, which need root, are skipped there).
+    ...(process.getuid?.() === 0 ? {} : { MORDN_SANDBOX_WEAK_LIMITS: 'true' }),
     MORDN_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     MORDN_LOG_LEVEL: 'debug',
     MORDN_PUBLIC_URL: server.url,
