@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ExecResult, SandboxBackend } from '../src/sandbox/backend.js';
 import { type BwrapBackendOptions, createBwrapBackend } from '../src/sandbox/bwrap/bwrap-backend.js';
+import { hostProcesses } from './support/host-processes.js';
 import { eventually, pollUntil } from './support/poll.js';
 import { newWorkspaceId } from './support/sandbox-backend-contract.js';
 import { removeWorkspacesRoot } from './support/workspace-roots.js';
@@ -39,17 +40,6 @@ afterAll(async () => {
 
 const exec = (backend: SandboxBackend, workspaceId: string, command: string, timeoutMs = 20_000) =>
   backend.exec(workspaceId, { command, timeoutMs, maxOutputBytes: 65_536 });
-
-/** Host pids whose command line contains `needle`. */
-async function hostProcesses(needle: string): Promise<number[]> {
-  const pids: number[] = [];
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const commandLine = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
-    if (commandLine.replaceAll('\0', ' ').includes(needle)) pids.push(Number(name));
-  }
-  return pids;
-}
 
 /** The host pid of the supervisor whose /workspace holds `marker` (one supervisor per workspace). */
 async function supervisorOf(marker: string): Promise<number | undefined> {

@@ -1,12 +1,18 @@
 import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import type { ExecResult, SandboxBackend } from '../backend.js';
+import type { SandboxBackend } from '../backend.js';
 import type { CgroupLimits, WorkspaceCgroup } from '../limits/cgroups.js';
-import { type HostLimits, HostLimitUnavailableError, prepareHostLimits } from '../limits/host-limits.js';
+import {
+  type HostLimits,
+  HostLimitUnavailableError,
+  prepareHostLimits,
+  workspaceUsage,
+} from '../limits/host-limits.js';
 import { seccompFilter } from '../limits/seccomp.js';
 import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
-import { outOfMemoryNotice, quotaNotice } from '../runtime/limit-notices.js';
+import { lazily } from '../runtime/lazily.js';
+import { explainLimits } from '../runtime/limit-notices.js';
 import { DEFAULT_PROCESS_LIMITS, HELPER_OPEN_FILES, resolveLimits } from '../runtime/limits.js';
 import { OutputCapture } from '../runtime/output-capture.js';
 import { checkExecOptions, runCommand } from '../runtime/run-command.js';
@@ -86,18 +92,6 @@ function resolveHostUser(requested: HostUser | undefined): HostUser | undefined 
     throw new TypeError('hostUser must name a non-root uid and gid.');
   }
   return user;
-}
-
-/** Memoizes an async computation; a failure is not kept, so the next call retries. */
-function lazily<T>(compute: () => Promise<T>): () => Promise<T> {
-  let pending: Promise<T> | undefined;
-  return () => {
-    pending ??= compute().catch((error: unknown) => {
-      pending = undefined;
-      throw error;
-    });
-    return pending;
-  };
 }
 
 /**
@@ -252,29 +246,6 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     return { ...exit, stderr: stderr.text().trim() };
   };
 
-  /** Annotates a result with what the workspace's limits did to it. */
-  const explain = async (
-    workspaceId: string,
-    result: ExecResult,
-    signal: number | undefined,
-    oomKillsBefore: number | undefined,
-  ): Promise<ExecResult> => {
-    const cgroup = cgroups.get(workspaceId);
-    if (cgroup && oomKillsBefore !== undefined) {
-      const oomKillsAfter = await cgroup.oomKills().catch(() => oomKillsBefore);
-      const noticed = outOfMemoryNotice(result, {
-        signal,
-        oomKillsBefore,
-        oomKillsAfter,
-        memoryBytes: limits.memoryBytes,
-      });
-      if (noticed.outOfMemory) return noticed;
-    }
-    const { quota } = await host();
-    const usage = quota ? await quota.usage(workspaceId).catch(() => undefined) : undefined;
-    return quotaNotice(result, usage, quotaLimits);
-  };
-
   const fileOperations = workspaceFileOperations(fileHelper);
 
   return {
@@ -353,7 +324,16 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
         });
         return sandbox;
       }, execOptions);
-      return explain(workspaceId, result, signal, oomKillsBefore);
+      const cgroup = cgroups.get(workspaceId);
+      return explainLimits(result, {
+        workspaceId,
+        signal,
+        oomKillsBefore,
+        oomKills: cgroup && (() => cgroup.oomKills()),
+        memoryBytes: limits.memoryBytes,
+        quota: (await host()).quota,
+        quotaLimits,
+      });
     },
 
     async close() {
@@ -365,10 +345,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
 
     async usage(workspaceId) {
       requireWorkspaceId(workspaceId);
-      const { quota } = await host();
-      // The filesystem counts what its files take; only plain directories need the walk.
-      if (quota && (await quota.existing(workspaceId))) return { bytes: (await quota.usage(workspaceId)).bytes };
-      return fileOperations.usage(workspaceId);
+      return workspaceUsage((await host()).quota, workspaceId, fileOperations.usage);
     },
   };
 }

@@ -1,10 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { SandboxBackend } from '../backend.js';
-import { type HostLimits, prepareHostLimits } from '../limits/host-limits.js';
+import { type HostLimits, prepareHostLimits, workspaceUsage } from '../limits/host-limits.js';
 import { processOomCounter } from '../limits/process-oom-counter.js';
 import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
-import { outOfMemoryNotice, quotaNotice } from '../runtime/limit-notices.js';
+import { lazily } from '../runtime/lazily.js';
+import { explainLimits } from '../runtime/limit-notices.js';
 import { DEFAULT_PROCESS_LIMITS, HELPER_OPEN_FILES, resolveLimits } from '../runtime/limits.js';
 import { checkExecOptions, runCommand } from '../runtime/run-command.js';
 import { requireWorkspaceId } from '../runtime/workspace-path.js';
@@ -118,29 +119,21 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
   const { workspacesDir } = options;
   let hostPrepared = false;
-  const hostLimits = (() => {
-    let pending: Promise<HostLimits> | undefined;
-    return () => {
-      hostPrepared = true;
-      pending ??= (
-        workspacesDir === undefined
-          ? options.weakLimits
-            ? Promise.resolve<HostLimits>({ weakened: ['no workspaces directory: workspaces are unlimited volumes'] })
-            : Promise.reject(new Error('the workspace disk quota needs workspacesDir (a directory on the Docker host)'))
-          : prepareHostLimits({
-              workspacesDir,
-              quota: options.quota ?? DEFAULT_QUOTA,
-              owner: { uid: SANDBOX_UID, gid: SANDBOX_UID },
-              cgroups: false,
-              weakLimits: options.weakLimits ?? false,
-            })
-      ).catch((error: unknown) => {
-        pending = undefined;
-        throw error;
+  const hostLimits = lazily<HostLimits>(() => {
+    hostPrepared = true;
+    if (workspacesDir !== undefined) {
+      return prepareHostLimits({
+        workspacesDir,
+        quota: options.quota ?? DEFAULT_QUOTA,
+        owner: { uid: SANDBOX_UID, gid: SANDBOX_UID },
+        cgroups: false,
+        weakLimits: options.weakLimits ?? false,
       });
-      return pending;
-    };
-  })();
+    }
+    if (options.weakLimits)
+      return Promise.resolve({ weakened: ['no workspaces directory: workspaces are unlimited volumes'] });
+    return Promise.reject(new Error('the workspace disk quota needs workspacesDir (a directory on the Docker host)'));
+  });
   /** In-flight starts per workspace, so concurrent first calls create and start once. */
   const starting = new Map<string, Promise<void>>();
   const idleTimers = new Map<string, NodeJS.Timeout>();
@@ -538,20 +531,15 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
           },
         };
       }, execOptions);
-      const counter = oomCounters.get(workspaceId);
-      if (counter && oomKillsBefore !== undefined) {
-        const oomKillsAfter = await counter().catch(() => oomKillsBefore as number);
-        const noticed = outOfMemoryNotice(result, {
-          signal,
-          oomKillsBefore,
-          oomKillsAfter,
-          memoryBytes: limits.memoryBytes,
-        });
-        if (noticed.outOfMemory) return noticed;
-      }
-      const { quota } = await hostLimits();
-      const usage = quota ? await quota.usage(workspaceId).catch(() => undefined) : undefined;
-      return quotaNotice(result, usage, options.quota ?? DEFAULT_QUOTA);
+      return explainLimits(result, {
+        workspaceId,
+        signal,
+        oomKillsBefore,
+        oomKills: oomCounters.get(workspaceId),
+        memoryBytes: limits.memoryBytes,
+        quota: (await hostLimits()).quota,
+        quotaLimits: options.quota ?? DEFAULT_QUOTA,
+      });
     },
 
     async close() {
@@ -563,9 +551,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
 
     async usage(workspaceId) {
       requireWorkspaceId(workspaceId);
-      const { quota } = await hostLimits();
-      if (quota && (await quota.existing(workspaceId))) return { bytes: (await quota.usage(workspaceId)).bytes };
-      return fileOperations.usage(workspaceId);
+      return workspaceUsage((await hostLimits()).quota, workspaceId, fileOperations.usage);
     },
   };
 }

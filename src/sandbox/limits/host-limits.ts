@@ -78,3 +78,19 @@ export async function prepareHostLimits(options: HostLimitsOptions): Promise<Hos
   }
   return { ...(cgroups ? { cgroups } : {}), ...(quota ? { quota } : {}), weakened };
 }
+
+/**
+ * Bytes a workspace's files take: what its own filesystem counts when it has one, otherwise
+ * `walk` (the file helper's sum over a plain directory, under weak limits).
+ *
+ * @example
+ * usage: (id) => workspaceUsage((await host()).quota, id, fileOperations.usage),
+ */
+export async function workspaceUsage(
+  quota: QuotaFilesystems | undefined,
+  workspaceId: string,
+  walk: (workspaceId: string) => Promise<{ bytes: number }>,
+): Promise<{ bytes: number }> {
+  if (quota && (await quota.existing(workspaceId))) return { bytes: (await quota.usage(workspaceId)).bytes };
+  return walk(workspaceId);
+}

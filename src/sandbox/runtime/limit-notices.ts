@@ -1,4 +1,5 @@
 import type { ExecResult } from '../backend.js';
+import type { QuotaFilesystems } from '../limits/quota-filesystem.js';
 
 const SIGKILL = 9;
 
@@ -39,4 +40,34 @@ export function quotaNotice(
     quotaReached: true,
     message: `WORKSPACE_QUOTA_REACHED: the workspace is full (at most ${formatBytes(quota.maxBytes)} and ${quota.maxFiles} files); writes fail with "No space left on device" until files are deleted.`,
   };
+}
+
+/**
+ * Both notices for one finished call, as a backend gathers the facts: the OOM-kill counter of the
+ * workspace's memory cgroup (read before the call, and now through `oomKills`) and the
+ * workspace's filesystem. Either may be missing (weak limits, a daemon on another host).
+ *
+ * @example
+ * return explainLimits(result, { signal, oomKillsBefore, oomKills: () => cgroup.oomKills(), memoryBytes, quota, quotaLimits, workspaceId });
+ */
+export async function explainLimits(
+  result: ExecResult,
+  facts: {
+    workspaceId: string;
+    signal: number | undefined;
+    oomKillsBefore: number | undefined;
+    oomKills: (() => Promise<number>) | undefined;
+    memoryBytes: number;
+    quota: QuotaFilesystems | undefined;
+    quotaLimits: { maxBytes: number; maxFiles: number };
+  },
+): Promise<ExecResult> {
+  const { oomKillsBefore, oomKills } = facts;
+  if (oomKills && oomKillsBefore !== undefined) {
+    const oomKillsAfter = await oomKills().catch(() => oomKillsBefore);
+    const noticed = outOfMemoryNotice(result, { ...facts, oomKillsBefore, oomKillsAfter });
+    if (noticed.outOfMemory) return noticed;
+  }
+  const usage = facts.quota ? await facts.quota.usage(facts.workspaceId).catch(() => undefined) : undefined;
+  return quotaNotice(result, usage, facts.quotaLimits);
 }

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { hostProcesses } from '../../../test/support/host-processes.js';
 import { packageRoot } from '../../package-root.js';
 import type { SandboxProcess } from '../runtime/sandbox-process.js';
 import { connectSupervisor, type SupervisorConnection } from './supervisor-connection.js';
@@ -36,17 +36,6 @@ async function collect(process: SandboxProcess) {
   process.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
   const exit = await process.exited;
   return { exit, stdout: Buffer.concat(stdout).toString(), stderr: Buffer.concat(stderr).toString() };
-}
-
-/** Host pids whose command line contains `needle`. */
-async function processesMatching(needle: string): Promise<number[]> {
-  const pids: number[] = [];
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const commandLine = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
-    if (commandLine.replaceAll('\0', ' ').includes(needle)) pids.push(Number(name));
-  }
-  return pids;
 }
 
 const options = { stdin: false, cwd: tmpdir() } as const;
@@ -86,7 +75,7 @@ describe('supervisor', () => {
       ),
     );
     expect(result).toMatchObject({ exit: { exitCode: 0 }, stdout: 'started\n' });
-    expect(await processesMatching(`sleep ${tag}`)).toEqual([]);
+    expect(await hostProcesses(`sleep ${tag}`)).toEqual([]);
     expect((await collect(neighbour)).stdout).toBe('neighbour\n');
   });
 
@@ -97,7 +86,7 @@ describe('supervisor', () => {
     setTimeout(() => process.kill(), 300);
     const result = await collect(process);
     expect(result.exit).toMatchObject({ exitCode: undefined, killed: true });
-    expect(await processesMatching(`sleep ${tag}`)).toEqual([]);
+    expect(await hostProcesses(`sleep ${tag}`)).toEqual([]);
   });
 
   it('streams stdin and output beyond the flow-control windows without loss', async () => {

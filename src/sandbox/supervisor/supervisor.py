@@ -79,6 +79,28 @@ def write_all(fd, data):
         view = view[written:]
 
 
+def process_stats():
+    """(pid, fields of /proc/<pid>/stat after the command name) for every process we can see."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # The command name (field 2) may hold spaces and parentheses: fields follow the last ")".
+        yield int(name), stat[stat.rfind(b")") + 2:].split()
+
+
+def kill_all(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def children_of_self():
     pids = set()
     listed = False
@@ -93,29 +115,13 @@ def children_of_self():
         return pids
     # Kernels without /proc/<pid>/task/<tid>/children (gVisor): every process whose parent is us.
     me = os.getpid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name, "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        # The command name (field 2) may hold spaces and parentheses: fields follow the last ")".
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == me:
-            pids.add(int(name))
-    return pids
+    return {pid for pid, fields in process_stats() if len(fields) > 1 and int(fields[1]) == me}
 
 
 def kill_descendants(on_reaped):
     """SIGKILLs every child until none is left; orphans of killed children become ours first."""
     while True:
-        for pid in children_of_self():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_all(children_of_self())
         try:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
@@ -143,19 +149,11 @@ def keep_only(keep):
 
 def session_members(session):
     """Live processes of a session, from /proc (zombies are dead already)."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name, "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 3 and fields[0] != b"Z" and int(fields[3]) == session:
-            pids.append(int(name))
-    return pids
+    return [
+        pid
+        for pid, fields in process_stats()
+        if len(fields) > 3 and fields[0] != b"Z" and int(fields[3]) == session
+    ]
 
 
 def kill_session(session, on_reaped):
@@ -164,11 +162,7 @@ def kill_session(session, on_reaped):
         members = session_members(session)
         if not members:
             break
-        for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_all(members)
         try:
             while True:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -506,12 +500,7 @@ class Supervisor:
             command.deadline = time.monotonic() + DRAIN_GRACE_SECONDS
 
     def kill_strays(self):
-        for pid in children_of_self():
-            if pid not in self.reapers:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        kill_all(pid for pid in children_of_self() if pid not in self.reapers)
 
     def finish_ready(self):
         now = time.monotonic()
