@@ -22,11 +22,6 @@ export interface WorkspaceSandboxOptions {
   cgroup?: { add(pid: number): Promise<void> };
 }
 
-export interface WorkspaceSandbox extends StartedSupervisor {
-  /** Host pid of the supervisor (the sandbox's PID 1), when bwrap reported it. */
-  readonly supervisorPid: number | undefined;
-}
-
 /** How long a new supervisor may take to say it is ready (Python's start-up, mostly). */
 const READY_TIMEOUT_MS = 15_000;
 /**
@@ -45,7 +40,7 @@ const STDERR_EXCERPT_BYTES = 4096;
  *
  * @throws when bwrap cannot start or the supervisor does not become ready (the message says why).
  */
-export async function startWorkspaceSandbox(options: WorkspaceSandboxOptions): Promise<WorkspaceSandbox> {
+export async function startWorkspaceSandbox(options: WorkspaceSandboxOptions): Promise<StartedSupervisor> {
   const sandbox = await launchSandbox({
     bwrapPath: options.bwrapPath,
     shape: {
@@ -95,5 +90,5 @@ export async function startWorkspaceSandbox(options: WorkspaceSandboxOptions): P
     // (see supervisor.py) is what keeps the OOM killer away from the supervisor.
     await writeFile(`/proc/${sandbox.childPid}/oom_score_adj`, SUPERVISOR_OOM_SCORE_ADJ).catch(() => undefined);
   }
-  return { connection, stop, supervisorPid: sandbox.childPid };
+  return { connection, stop };
 }

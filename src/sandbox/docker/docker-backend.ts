@@ -130,8 +130,8 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
         weakLimits: options.weakLimits ?? false,
       });
     }
-    if (options.weakLimits)
-      return Promise.resolve({ weakened: ['no workspaces directory: workspaces are unlimited volumes'] });
+    // Weak limits without a workspaces directory: workspaces are volumes of unenforced size.
+    if (options.weakLimits) return Promise.resolve({});
     return Promise.reject(new Error('the workspace disk quota needs workspacesDir (a directory on the Docker host)'));
   });
   /** In-flight starts per workspace, so concurrent first calls create and start once. */

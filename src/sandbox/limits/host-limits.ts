@@ -32,8 +32,6 @@ export interface HostLimitsOptions {
 export interface HostLimits {
   cgroups?: CgroupHierarchy;
   quota?: QuotaFilesystems;
-  /** What the host cannot enforce, one sentence each (empty unless weak limits let it run). */
-  weakened: string[];
 }
 
 /**
@@ -45,15 +43,10 @@ export interface HostLimits {
  * const host = await prepareHostLimits({ workspacesDir, quota: { maxBytes, maxFiles }, cgroups: {}, weakLimits: false });
  */
 export async function prepareHostLimits(options: HostLimitsOptions): Promise<HostLimits> {
-  const weakened: string[] = [];
   const allowWeak = (what: string, error: unknown) => {
+    if (options.weakLimits) return;
     const reason = error instanceof Error ? error.message : String(error);
-    if (!options.weakLimits) {
-      throw new HostLimitUnavailableError(`${what}: ${reason} (or set MORDN_SANDBOX_WEAK_LIMITS=true)`, {
-        cause: error,
-      });
-    }
-    weakened.push(`${what} (${reason})`);
+    throw new HostLimitUnavailableError(`${what}: ${reason} (or set MORDN_SANDBOX_WEAK_LIMITS=true)`, { cause: error });
   };
   let cgroups: CgroupHierarchy | undefined;
   if (options.cgroups) {
@@ -76,7 +69,7 @@ export async function prepareHostLimits(options: HostLimitsOptions): Promise<Hos
   } catch (error) {
     allowWeak('the workspace disk quota needs a filesystem per workspace', error);
   }
-  return { ...(cgroups ? { cgroups } : {}), ...(quota ? { quota } : {}), weakened };
+  return { ...(cgroups ? { cgroups } : {}), ...(quota ? { quota } : {}) };
 }
 
 /**

@@ -29,8 +29,6 @@ export interface SupervisorPool {
       beforeStart?: () => Promise<void>;
     },
   ): Promise<SandboxProcess>;
-  /** The running supervisor's connection, if any (for tests and status). */
-  current(workspaceId: string): SupervisorConnection | undefined;
   /** Stops the workspace's supervisor (its commands die with it); a later spawn starts a new one. */
   stop(workspaceId: string): Promise<void>;
   /** Stops every supervisor. */
@@ -165,11 +163,6 @@ export function createSupervisorPool(options: SupervisorPoolOptions): Supervisor
         },
         exited,
       };
-    },
-
-    current(workspaceId) {
-      const connection = entries.get(workspaceId)?.supervisor?.connection;
-      return connection && !connection.closed ? connection : undefined;
     },
 
     async stop(workspaceId) {
