@@ -57,14 +57,18 @@ async function cgroupDirectory(pid: number, controller: string): Promise<string>
   return path.join('/sys/fs/cgroup', (lines.find((line) => line.startsWith('0::')) ?? '0::/').slice(3));
 }
 
-/** Summed resident memory of every process in `pid`'s memory cgroup. */
+/**
+ * Summed resident memory of every process in `pid`'s memory cgroup, each counted by its
+ * proportional share (Pss): plain RSS counts the pages of python's shared libraries once per
+ * process, so six interpreters starting at once would add up past what the cgroup holds.
+ */
 async function residentBytes(pid: number): Promise<number> {
   const directory = await cgroupDirectory(pid, 'memory');
   const members = (await readFile(path.join(directory, 'cgroup.procs'), 'utf8')).split('\n').filter(Boolean);
   let total = 0;
   for (const member of members) {
-    const status = await readFile(`/proc/${member}/status`, 'utf8').catch(() => '');
-    total += Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+    const rollup = await readFile(`/proc/${member}/smaps_rollup`, 'utf8').catch(() => '');
+    total += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
   }
   return total;
 }
