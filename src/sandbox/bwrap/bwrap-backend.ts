@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { SandboxBackend } from '../backend.js';
 import type { CgroupLimits, WorkspaceCgroup } from '../limits/cgroups.js';
 import {
+  DEFAULT_WORKSPACE_QUOTA,
   type HostLimits,
   HostLimitUnavailableError,
   prepareHostLimits,
@@ -70,7 +71,6 @@ export interface BwrapBackendOptions {
 
 /** The limits a backend gets unless its options lower or raise them. */
 export const DEFAULT_LIMITS: Readonly<BwrapLimits> = { ...DEFAULT_PROCESS_LIMITS, cpus: 1 };
-const DEFAULT_QUOTA = { maxBytes: 1024 ** 3, maxFiles: 65_536 };
 
 const DEFAULT_HOST_USER: HostUser = { uid: 65534, gid: 65534 };
 const DEFAULT_IDLE_MS = 5 * 60_000;
@@ -125,7 +125,7 @@ function resolveHostUser(requested: HostUser | undefined): HostUser | undefined 
  */
 export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend {
   const limits = resolveLimits(DEFAULT_LIMITS, options.limits, ['cpus']);
-  const quotaLimits = options.quota ?? DEFAULT_QUOTA;
+  const quotaLimits = options.quota ?? DEFAULT_WORKSPACE_QUOTA;
   const bwrapPath = options.bwrapPath ?? 'bwrap';
   const python = options.python ?? '/usr/bin/python3';
   const hostUser = resolveHostUser(options.hostUser);

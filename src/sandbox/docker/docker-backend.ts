@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { SandboxBackend } from '../backend.js';
-import { type HostLimits, prepareHostLimits, workspaceUsage } from '../limits/host-limits.js';
+import { DEFAULT_WORKSPACE_QUOTA, type HostLimits, prepareHostLimits, workspaceUsage } from '../limits/host-limits.js';
 import { processOomCounter } from '../limits/process-oom-counter.js';
 import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
 import { lazily } from '../runtime/lazily.js';
@@ -56,7 +56,6 @@ export interface DockerBackendOptions {
 export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = { ...DEFAULT_PROCESS_LIMITS, cpus: 1 };
 
 const DEFAULT_IDLE_MS = 5 * 60_000;
-const DEFAULT_QUOTA = { maxBytes: 1024 ** 3, maxFiles: 65_536 };
 /** CPU seconds granted beyond an exec's wall-clock timeout, and of one file operation. */
 const CPU_GRACE_SECONDS = 5;
 const HELPER_CPU_SECONDS = 120;
@@ -124,7 +123,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
     if (workspacesDir !== undefined) {
       return prepareHostLimits({
         workspacesDir,
-        quota: options.quota ?? DEFAULT_QUOTA,
+        quota: options.quota ?? DEFAULT_WORKSPACE_QUOTA,
         owner: { uid: SANDBOX_UID, gid: SANDBOX_UID },
         cgroups: false,
         weakLimits: options.weakLimits ?? false,
@@ -538,7 +537,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
         oomKills: oomCounters.get(workspaceId),
         memoryBytes: limits.memoryBytes,
         quota: (await hostLimits()).quota,
-        quotaLimits: options.quota ?? DEFAULT_QUOTA,
+        quotaLimits: options.quota ?? DEFAULT_WORKSPACE_QUOTA,
       });
     },
 

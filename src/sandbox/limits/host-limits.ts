@@ -1,5 +1,11 @@
 import { type CgroupHierarchy, openCgroupHierarchy } from './cgroups.js';
-import { createQuotaFilesystems, type QuotaFilesystems } from './quota-filesystem.js';
+import { createQuotaFilesystems, defaultMaxFiles, type QuotaFilesystems } from './quota-filesystem.js';
+
+/** The workspace quota of a backend given none: 1 GiB, and files as `MORDN_SANDBOX_WORKSPACE_MAX_FILES` defaults. */
+export const DEFAULT_WORKSPACE_QUOTA: Readonly<{ maxBytes: number; maxFiles: number }> = {
+  maxBytes: 1024 ** 3,
+  maxFiles: defaultMaxFiles(1024 ** 3),
+};
 
 /**
  * The host cannot enforce a sandbox limit: sandboxes are unavailable, and the message (which
