@@ -47,7 +47,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/openapi ./openapi
 COPY --from=build /app/runtime-files/ ./
-RUN mkdir -p /data && chown node:node /data
+RUN mkdir -p -m 0700 /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8787

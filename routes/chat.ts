@@ -10,14 +10,18 @@ import type { ModelConfig } from '../src/config.js';
 import type { AppDependencies } from '../src/dependencies.js';
 import { ServiceError } from '../src/errors.js';
 import { createHostedSandboxes } from '../src/hosted/create-hosted-sandboxes.js';
+import {
+  DEFAULT_STREAM_TIMEOUT_MS,
+  requestedStreamTimeout,
+  SANDBOXES_OFF_HEADER,
+  STREAM_TIMEOUT_HEADER,
+  sandboxesTurnedOff,
+} from '../src/hosted/proxy-headers.js';
 import type { AppEnv } from '../src/http/app-env.js';
 import { agentAuth } from '../src/http/auth-middleware.js';
 import { AGENT_AUTH_RESPONSES, AGENT_SECURITY, problemResponses, UserHeaderSchema } from '../src/http/openapi.js';
-
-/** Set by `createMordnHandler({ sandboxes: false })`: no managed sandboxes for this request. */
-export const SANDBOXES_OFF_HEADER = 'X-Mordn-Sandboxes';
-/** Default deadline of one answer, setup and discovery included. */
-const STREAM_TIMEOUT_MS = 5 * 60 * 1000;
+import { REQUEST_ID_HEADER } from '../src/http/request-context.js';
+import { ChatHistorySchema } from './chat-history-schema.js';
 
 const ChatIdParams = z.object({
   chatId: z
@@ -52,19 +56,26 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
     return model;
   };
 
-  const handlerFor = (c: Context<AppEnv>): ChatHandler => {
-    const principal = c.get('principal');
+  /** The configured model; a chat turn needs one, while reading or deleting a chat does not. */
+  const requireModelConfig = (): ModelConfig => {
     const modelConfig = deps.config.model;
     if (!modelConfig) {
       throw new ServiceError('MODEL_NOT_CONFIGURED', 'No model is configured: the operator must set MORDN_MODEL.');
     }
+    return modelConfig;
+  };
+
+  const handlerFor = (c: Context<AppEnv>): ChatHandler => {
+    const principal = c.get('principal');
     const agent = { tenantId: principal.tenantId, agentId: principal.agentId };
     const apiKey = readBearerToken(c.req.header('Authorization'), 'INVALID_API_KEY') ?? '';
-    const sandboxesOff = c.req.header(SANDBOXES_OFF_HEADER)?.toLowerCase() === 'off';
+    const sandboxesOff = sandboxesTurnedOff(c.req.header(SANDBOXES_OFF_HEADER));
     const selfBaseUrl = deps.selfBaseUrl;
+    // The deadline of one answer, setup and discovery included; a proxy in front may ask for its own.
+    const streamTimeoutMs = requestedStreamTimeout(c.req.header(STREAM_TIMEOUT_HEADER), DEFAULT_STREAM_TIMEOUT_MS);
     return createChatHandler({
       getUserId: () => principal.userId,
-      model: (config) => modelFor(modelConfig, config.model),
+      model: (config) => modelFor(requireModelConfig(), config.model),
       store: createDatabaseChatStore(db, agent),
       storage: createServiceAttachmentStorage(
         { db, storage: deps.storage, logger: deps.logger },
@@ -78,10 +89,12 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
           : createHostedSandboxes({
               apiKey,
               selfBaseUrl,
+              requestId: c.get('requestId'),
               onWarning: (message) => deps.logger.warn({ requestId: c.get('requestId') }, message),
             }),
-      streamTimeoutMs: STREAM_TIMEOUT_MS,
+      streamTimeoutMs,
       onError: (error) => deps.logger.error({ requestId: c.get('requestId'), err: error }, 'chat failed'),
+      onInterrupted: ({ reason }) => deps.logger.info({ requestId: c.get('requestId'), reason }, 'chat interrupted'),
     });
   };
 
@@ -91,7 +104,7 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
     tags: ['Chat'],
     summary: "Answer the verified user's message as an AI SDK v6 UI message stream (SSE).",
     description:
-      "Body: useChat's default `{ id, messages, trigger }`. Only the last user message is taken from the client; history comes from the server. With managed sandboxes enabled but unavailable the answer is 503 `MANAGED_SANDBOX_UNAVAILABLE` before the model starts.",
+      "Body: useChat's default `{ id, messages, trigger }`. Only the last user message is taken from the client; history comes from the server. With managed sandboxes enabled but unavailable the answer is 503 `MANAGED_SANDBOX_UNAVAILABLE` before the model starts. The answer ends after 5 minutes, or after the `X-Mordn-Stream-Timeout-Ms` a proxy asks for (1000 to 1800000).",
     security: AGENT_SECURITY,
     request: {
       headers: UserHeaderSchema,
@@ -103,7 +116,29 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
       ...problemResponses(413, 415, 503),
     },
   });
-  app.post('/v1/chat', agentAuth(db, 'write'), (c) => handlerFor(c).POST(c.req.raw));
+  app.post('/v1/chat', agentAuth(db, 'write'), async (c) => {
+    // Refused before the handler starts: no sandbox status, tools or store work for a turn that cannot run.
+    requireModelConfig();
+    return withRequestId(c, await handlerFor(c).POST(c.req.raw));
+  });
+
+  const resumeRoute = createRoute({
+    method: 'get',
+    path: '/v1/chat/{chatId}/stream',
+    tags: ['Chat'],
+    summary: 'Resume an answer (what `useChat({ resume: true })` asks for): always 204, nothing to resume.',
+    description:
+      'Answers are not resumable: one whose client left is stopped and stored, marked `metadata.mordn.interrupted`. 204 tells the AI SDK client there is no stream to reconnect to.',
+    security: AGENT_SECURITY,
+    middleware: [agentAuth(db, 'read')] as const,
+    request: { params: ChatIdParams, headers: UserHeaderSchema },
+    responses: { 204: { description: 'No stream to resume.' }, ...AGENT_AUTH_RESPONSES },
+  });
+  // No model or store is needed to say so.
+  app.openapi(
+    resumeRoute,
+    () => new Response(null, { status: 204, headers: { 'Cache-Control': 'no-store' } }) as never,
+  );
 
   const historyRoute = createRoute({
     method: 'get',
@@ -115,14 +150,18 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
     request: { params: ChatIdParams, headers: UserHeaderSchema },
     responses: {
       200: {
-        description: 'The chat.',
-        content: { 'application/json': { schema: z.object({ id: z.string(), messages: z.array(z.unknown()) }) } },
+        description:
+          'The chat, as AI SDK v6 UI messages. A file that is gone comes back `unavailable: true` with `url: ""`; an answer cut short carries `metadata.mordn.interrupted`.',
+        content: { 'application/json': { schema: ChatHistorySchema } },
       },
       ...AGENT_AUTH_RESPONSES,
       ...problemResponses(404),
     },
   });
-  app.openapi(historyRoute, (c) => handlerFor(c).history(c.req.raw, c.req.valid('param').chatId) as never);
+  app.openapi(
+    historyRoute,
+    async (c) => withRequestId(c, await handlerFor(c).history(c.req.raw, c.req.valid('param').chatId)) as never,
+  );
 
   const deleteRoute = createRoute({
     method: 'delete',
@@ -135,5 +174,24 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
     request: { params: ChatIdParams, headers: UserHeaderSchema },
     responses: { 204: { description: 'Deleted.' }, ...AGENT_AUTH_RESPONSES, ...problemResponses(404, 503) },
   });
-  app.openapi(deleteRoute, (c) => handlerFor(c).remove(c.req.raw, c.req.valid('param').chatId) as never);
+  app.openapi(
+    deleteRoute,
+    async (c) => withRequestId(c, await handlerFor(c).remove(c.req.raw, c.req.valid('param').chatId)) as never,
+  );
+}
+
+/**
+ * The chat engine answers its own errors as problems under an id of its own; here they get the
+ * request's id instead (the caller's `X-Request-Id`, when it sent a well-formed one), in the
+ * header and the body, so the answer, the access log and the caller's trace all name one id.
+ */
+async function withRequestId(c: Context<AppEnv>, response: Response): Promise<Response> {
+  const requestId = c.get('requestId');
+  const problem = response.headers.get('Content-Type') === 'application/problem+json';
+  if (!problem || response.headers.get(REQUEST_ID_HEADER) === requestId) return response;
+  const body = (await response.json()) as Record<string, unknown>;
+  const headers = new Headers(response.headers);
+  headers.set(REQUEST_ID_HEADER, requestId);
+  headers.delete('Content-Length');
+  return new Response(JSON.stringify({ ...body, requestId }), { status: response.status, headers });
 }

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from '../src/http/app-env.js';
 import { problemResponses } from '../src/http/openapi.js';
+import { ALL_UPLOAD_TYPES } from '../src/media-types.js';
 import { attachmentDisposition } from '../src/storage/content-disposition.js';
 import type { LocalDownloads } from '../src/storage/file-storage.js';
 
@@ -20,6 +21,26 @@ const DOWNLOAD_HEADERS = {
 } as const;
 
 const header = (description: string) => ({ schema: { type: 'string' as const }, description });
+
+/**
+ * The headers of a download besides `Content-Type` (OpenAPI documents that through `content`):
+ * the fixed ones above with their exact values.
+ */
+const DOCUMENTED_DOWNLOAD_HEADERS = {
+  'Content-Length': { schema: { type: 'integer' as const }, description: 'The size of the file in bytes.' },
+  'Content-Disposition': header(
+    '`attachment` with the signed file name: an ASCII `filename="…"` fallback and `filename*=UTF-8\'\'…` (RFC 6266).',
+  ),
+  ...Object.fromEntries(Object.entries(DOWNLOAD_HEADERS).map(([name, value]) => [name, header(`\`${value}\`.`)])),
+};
+
+/**
+ * What a download's body can be: the media type its bytes were detected as when it was uploaded
+ * or published, one of the types the service accepts at all. No other type is ever stored.
+ */
+const DOWNLOAD_CONTENT = Object.fromEntries(
+  ALL_UPLOAD_TYPES.map((mediaType) => [mediaType, { schema: z.string().openapi({ format: 'binary' }) }]),
+);
 
 function downloadRoute(routePrefix: string) {
   return createRoute({
@@ -41,19 +62,18 @@ function downloadRoute(routePrefix: string) {
       query: z.object({
         expires: z.string().openapi({ description: 'Expiry, epoch seconds.', example: '1767225600' }),
         filename: z.string().openapi({ description: 'File name the download is saved under.' }),
-        type: z.string().openapi({ description: 'Content-Type of the download.', example: 'application/pdf' }),
+        type: z
+          .enum(ALL_UPLOAD_TYPES as [string, ...string[]])
+          .openapi({ description: 'Content-Type of the download: the stored media type.', example: 'application/pdf' }),
         signature: z.string().openapi({ description: 'HMAC-SHA256 of the path and the other parameters.' }),
       }),
     },
     responses: {
       200: {
-        description: 'The file, as an attachment.',
-        headers: {
-          'Content-Disposition': header('`attachment` with the signed file name (RFC 6266 `filename*`).'),
-          'X-Content-Type-Options': header('`nosniff`.'),
-          'Cache-Control': header('`private, no-store`.'),
-        },
-        content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } },
+        description:
+          'The file, as an attachment, sent as the media type its bytes were detected as (the signed `type`). HEAD answers the same headers without the body.',
+        headers: DOCUMENTED_DOWNLOAD_HEADERS,
+        content: DOWNLOAD_CONTENT,
       },
       ...problemResponses(403, 404),
     },

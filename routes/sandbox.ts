@@ -11,20 +11,25 @@ import type { AppEnv } from '../src/http/app-env.js';
 import { agentAuth } from '../src/http/auth-middleware.js';
 import { readBodyWithLimit } from '../src/http/json-body.js';
 import { AGENT_AUTH_RESPONSES, AGENT_SECURITY, problemResponses, UserHeaderSchema } from '../src/http/openapi.js';
-import { createSandboxMcpServer, toolResult } from '../src/mcp/sandbox-mcp-server.js';
+import { boundedToolResult } from '../src/mcp/bounded-tool-result.js';
+import { isEchoableId, MAX_JSON_RPC_ID_BYTES, toolResultBudget } from '../src/mcp/response-bounds.js';
+import { createSandboxMcpServer, type ToolCallParameters } from '../src/mcp/sandbox-mcp-server.js';
 import { evaluateSandboxGate, sandboxGateDependencies } from '../src/sandbox/gate.js';
 import { createToolOutputFilter } from '../src/sandbox/output-filter.js';
-import { type Admission, admitToolCall, runAdmittedCall } from '../src/sandbox/tool-calls.js';
+import { type Admission, admitToolCall, type Refusal, runAdmittedCall } from '../src/sandbox/tool-calls.js';
 import { sandboxToolDefinitions } from '../src/sandbox/tools/definitions.js';
 import { releaseWorkspaceLease } from '../src/sandbox/workspaces.js';
+
+/** Methods of the MCP endpoint a stateless server refuses with 405 (there is no stream or session). */
+const STATELESS_REFUSED_METHODS = ['get', 'delete', 'put', 'patch'] as const;
 
 /** Every MCP request body, chunked or not, is at most 1 MiB. */
 const MCP_BODY_LIMIT = 1024 * 1024;
 
 const StatusSchema = z.object({ enabled: z.boolean(), available: z.boolean() }).strict().openapi('SandboxStatus');
 
-function jsonRpcError(status: number, code: number, message: string): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), {
+function jsonRpcError(status: number, code: number, message: string, id: unknown = null): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }), {
     status,
     headers: { 'Content-Type': 'application/json' },
   });
@@ -59,6 +64,9 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
       tenantId: principal.tenantId,
       userId: principal.userId,
     });
+    // Callers see two booleans; the operator's log says which leg of the gate kept it closed.
+    if (status.closedBy)
+      deps.logger.info({ requestId: c.get('requestId'), gate: status.closedBy }, 'sandbox gate closed');
     c.header('Cache-Control', 'private, no-store');
     return c.json({ enabled: status.enabled, available: status.available }, 200);
   });
@@ -88,7 +96,30 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
   const allowedOrigin = new URL(deps.config.publicUrl).origin;
   const mcpAuth = agentAuth(db, 'read', { rejectAnonymous: true });
 
-  app.on(['GET', 'DELETE', 'PUT', 'PATCH'], '/v1/sandbox/mcp', () => {
+  for (const method of STATELESS_REFUSED_METHODS) {
+    app.openAPIRegistry.registerPath({
+      method,
+      path: '/v1/sandbox/mcp',
+      tags: ['Sandbox'],
+      summary: `${method.toUpperCase()} is not served: the MCP endpoint is stateless (405, \`Allow: POST\`).`,
+      description:
+        method === 'get'
+          ? 'A stateless Streamable HTTP server has no server-to-client event stream: an MCP client opening one (`Accept: text/event-stream`) gets 405 and carries on over POST. Answered before authentication; counted as a probe, not as a request.'
+          : 'There is no session to end or change: 405 before authentication.',
+      responses: {
+        405: {
+          ...problemResponses(405)[405],
+          headers: { Allow: { schema: { type: 'string' }, description: '`POST`.' } },
+        },
+      },
+    });
+  }
+  app.on(['GET', 'DELETE', 'PUT', 'PATCH'], '/v1/sandbox/mcp', (c) => {
+    // MCP clients open a GET event stream after connecting, and take a 405 as "this server has
+    // none": the answer a stateless server is expected to give, logged and counted as a probe.
+    if (c.req.method === 'GET' && (c.req.header('Accept') ?? '').includes('text/event-stream')) {
+      c.set('probe', true);
+    }
     throw new ServiceError('METHOD_NOT_ALLOWED', 'This MCP endpoint is stateless: use POST.', {
       headers: { Allow: 'POST' },
     });
@@ -116,15 +147,31 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
     if (typeof message !== 'object' || message === null) {
       return jsonRpcError(400, -32600, 'Invalid request: expected one JSON-RPC message.');
     }
-    return handleMcpMessage(c, deps, message as { method?: unknown; params?: unknown });
+    const request = message as McpMessage;
+    if (!isEchoableId(request.id)) {
+      return jsonRpcError(
+        400,
+        -32600,
+        `Invalid request: the id may be at most ${MAX_JSON_RPC_ID_BYTES} bytes of JSON.`,
+      );
+    }
+    return handleMcpMessage(c, deps, request);
   });
 }
 
-async function handleMcpMessage(
-  c: Context<AppEnv>,
-  deps: AppDependencies,
-  message: { method?: unknown; params?: unknown },
-): Promise<Response> {
+type McpMessage = { id?: unknown; method?: unknown; params?: unknown };
+
+/** Why `tools/call` parameters are malformed (the SDK would call it an internal error), if they are. */
+function malformedToolCall(params: unknown): string | undefined {
+  const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (!isObject(params)) return 'Invalid params: tools/call needs params with a tool name.';
+  const { name, arguments: args } = params as { name?: unknown; arguments?: unknown };
+  if (typeof name !== 'string') return 'Invalid params: the tool name (params.name) must be a string.';
+  if (args !== undefined && !isObject(args)) return 'Invalid params: params.arguments must be an object.';
+  return undefined;
+}
+
+async function handleMcpMessage(c: Context<AppEnv>, deps: AppDependencies, message: McpMessage): Promise<Response> {
   const principal = c.get('principal');
   const requestId = c.get('requestId');
   const callDeps = {
@@ -137,28 +184,29 @@ async function handleMcpMessage(
   let admission: Admission | undefined;
   if (message.method === 'tools/call') {
     requirePermission(principal, 'write');
-    const params = typeof message.params === 'object' && message.params !== null ? message.params : {};
-    admission = await admitToolCall(callDeps, principal, params as { name?: unknown; arguments?: unknown });
+    const malformed = malformedToolCall(message.params);
+    if (malformed) return jsonRpcError(200, -32602, malformed, message.id);
+    admission = await admitToolCall(callDeps, principal, message.params as { name?: unknown; arguments?: unknown });
   }
 
   const agentKey = readBearerToken(c.req.header('Authorization'), 'INVALID_API_KEY') ?? '';
   const filter = createToolOutputFilter(agentKey, deps.config.secretValues, deps.config.sandbox);
+  // Every result, whatever it holds, fits the response bound with its envelope and framing.
+  const bound = { maxBytes: toolResultBudget(deps.config.sandbox.maxOutputBytes), filter };
+  const failure = (error: Refusal) => boundedToolResult({ error }, { ...bound, isError: true });
   let ran = false;
-  const handle = async (
-    _name: string,
-    input: Record<string, unknown>,
-    mcpSignal: AbortSignal,
-  ): Promise<CallToolResult> => {
-    if (admission?.kind === 'refused') return toolResult({ error: admission.refusal }, filter, true);
+  // The call was checked from this same message (name and arguments) before the SDK saw it.
+  const handle = async (_call: ToolCallParameters, mcpSignal: AbortSignal): Promise<CallToolResult> => {
+    if (admission?.kind === 'refused') return failure(admission.refusal);
     if (admission?.kind !== 'admitted') {
-      return toolResult({ error: { code: 'INVALID_INPUT', message: 'The call could not be checked.' } }, filter, true);
+      return failure({ code: 'INVALID_INPUT', message: 'The call could not be checked.' });
     }
     ran = true;
-    const outcome = await runAdmittedCall(callDeps, admission, principal, input, {
+    const outcome = await runAdmittedCall(callDeps, admission, principal, {
       signal: AbortSignal.any([c.req.raw.signal, mcpSignal]),
       requestId,
     });
-    return outcome.ok ? toolResult(outcome.result, filter) : toolResult({ error: outcome.error }, filter, true);
+    return outcome.ok ? boundedToolResult(outcome.result as Record<string, unknown>, bound) : failure(outcome.error);
   };
 
   const server = createSandboxMcpServer(sandboxToolDefinitions(deps.config.sandbox), handle);

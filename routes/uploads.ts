@@ -4,6 +4,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { AppDependencies } from '../src/dependencies.js';
+import { SANDBOXES_OFF_HEADER, sandboxesTurnedOff } from '../src/hosted/proxy-headers.js';
 import type { AppEnv } from '../src/http/app-env.js';
 import { agentAuth } from '../src/http/auth-middleware.js';
 import { jsonBody } from '../src/http/json-body.js';
@@ -81,7 +82,11 @@ const DeleteBody = z
 export function registerUploadRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies): void {
   const { db } = deps.database;
   const links = { db, storage: deps.storage, logger: deps.logger };
-  const uploads = { ...links, tempDir: path.join(deps.config.dataDir, 'tmp') };
+  const uploads = {
+    ...links,
+    tempDir: path.join(deps.config.dataDir, 'tmp'),
+    idleTimeoutMs: deps.config.requestIdleTimeoutMs,
+  };
   const owner = (c: { get(key: 'principal'): AppEnv['Variables']['principal'] }) => {
     const { tenantId, agentId, userId } = c.get('principal');
     return { tenantId, agentId, userId };
@@ -109,12 +114,14 @@ export function registerUploadRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependen
     responses: {
       201: { description: 'Stored and registered.', content: { 'application/json': { schema: UploadedSchema } } },
       ...AGENT_AUTH_RESPONSES,
-      ...problemResponses(413, 415),
+      ...problemResponses(408, 413, 415),
     },
   });
   app.post('/v1/uploads', agentAuth(db, 'write'), async (c) => {
     const principal = c.get('principal');
-    const { policy } = await resolveCallerUploadPolicy(deps, principal);
+    const { policy } = await resolveCallerUploadPolicy(deps, principal, {
+      sandboxesOff: sandboxesTurnedOff(c.req.header(SANDBOXES_OFF_HEADER)),
+    });
     const file = await receiveUpload(uploads, owner(c), policy, {
       contentType: c.req.header('Content-Type'),
       contentLength: c.req.header('Content-Length'),

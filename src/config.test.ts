@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from './config.js';
 
@@ -148,6 +150,35 @@ describe('loadConfig', () => {
     expect(error.variables.sort()).toEqual(['MORDN_SANDBOX_ENABLED', 'MORDN_STORAGE', 'PORT']);
   });
 
+  it('reports field and cross-field problems together, each variable once', () => {
+    const error = configError({
+      PORT: 'x',
+      MORDN_ADMIN_TOKEN: 'short',
+      MORDN_MODEL: 'openai-compatible:llama3',
+      MORDN_MODEL_BASE_URL: 'not a url',
+      MORDN_STORAGE: 's3',
+      MORDN_SANDBOX_TOOLS: 'sandbox_exec,rm_rf',
+      MORDN_SANDBOX_WORKSPACE_MAX_FILES: '3',
+    });
+    expect(error.variables.sort()).toEqual([
+      'MORDN_ADMIN_TOKEN',
+      'MORDN_MODEL_BASE_URL',
+      'MORDN_SANDBOX_TOOLS',
+      'MORDN_SANDBOX_WORKSPACE_MAX_FILES',
+      'PORT',
+      'S3_BUCKET',
+    ]);
+    expect(error.message.split('\n')).toEqual([
+      'Invalid configuration:',
+      expect.stringMatching(/^ {2}PORT: must be an integer/),
+      expect.stringMatching(/^ {2}MORDN_MODEL_BASE_URL: must be an absolute http\(s\) URL$/),
+      expect.stringMatching(/^ {2}MORDN_ADMIN_TOKEN: must be at least 16 characters/),
+      expect.stringMatching(/^ {2}S3_BUCKET: is required when MORDN_STORAGE=s3/),
+      expect.stringMatching(/^ {2}MORDN_SANDBOX_TOOLS: must list tools from/),
+      expect.stringMatching(/^ {2}MORDN_SANDBOX_WORKSPACE_MAX_FILES: must be a whole number/),
+    ]);
+  });
+
   it('never echoes a secret value in its error', () => {
     const error = configError({ MORDN_ADMIN_TOKEN: 'tiny-secret' });
     expect(error.message).not.toContain('tiny-secret');
@@ -172,5 +203,25 @@ describe('loadConfig', () => {
     ['off', false],
   ])('reads MORDN_SANDBOX_ENABLED=%s as %s', (value, expected) => {
     expect(loadConfig({ MORDN_SANDBOX_ENABLED: value }).sandbox.enabled).toBe(expected);
+  });
+});
+
+/** The relative imports of a source file, resolved to absolute `.ts` paths. */
+function localImports(file: string): string[] {
+  const source = readFileSync(file, 'utf8');
+  return [...source.matchAll(/\bfrom '(\.{1,2}\/[^']+)'/g)].map((match) =>
+    path.resolve(path.dirname(file), (match[1] as string).replace(/\.js$/, '.ts')),
+  );
+}
+
+describe('the configuration module', () => {
+  it('depends only on the ground floor: modules directly in src/ that import nothing of the service', () => {
+    const sourceDirectory = path.dirname(fileURLToPath(import.meta.url));
+    const imports = localImports(path.join(sourceDirectory, 'config.ts'));
+    expect(imports.length).toBeGreaterThan(0);
+    for (const imported of imports) {
+      expect(path.relative(sourceDirectory, imported)).not.toContain(path.sep);
+      expect(localImports(imported)).toEqual([]);
+    }
   });
 });

@@ -1,13 +1,13 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { defaultMaxFiles } from './sandbox/limits/quota-layout.js';
 import {
   ALL_UPLOAD_TYPES,
   DEFAULT_UPLOAD_MAX_BYTES,
   isUploadMediaType,
   MANAGED_UPLOAD_MAX_BYTES,
   type UploadMediaType,
-} from './uploads/media-types.js';
+} from './media-types.js';
+import { defaultMaxFiles } from './workspace-file-defaults.js';
 
 /** Model providers the service can drive; the id after the colon is passed to the provider. */
 export type ModelProvider = 'openai' | 'anthropic' | 'openai-compatible';
@@ -127,6 +127,11 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** How long in-flight requests may run after SIGTERM/SIGINT before connections are cut. */
   shutdownTimeoutMs: number;
+  /**
+   * How long a client may keep a request waiting: its head must be complete within this, and an
+   * upload body that sends nothing for this long is abandoned.
+   */
+  requestIdleTimeoutMs: number;
   /** Every secret value found in the configuration, so logs and outputs can scrub them. */
   secretValues: string[];
 }
@@ -258,6 +263,8 @@ const EnvironmentSchema = z.object({
   MORDN_SANDBOX_RUNTIME: choice(['runc', 'runsc'], 'runc'),
   MORDN_LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   MORDN_SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000),
+  // At most Node's 300 s whole-request timeout, which a request head must also fit within.
+  MORDN_REQUEST_IDLE_TIMEOUT_MS: integer(30_000, 100, 300_000),
 });
 
 type Environment = z.output<typeof EnvironmentSchema>;
@@ -442,13 +449,7 @@ function parsePublicUrl(environment: Environment, problems: Problem[]): string {
  * const config = loadConfig(process.env);
  */
 export function loadConfig(environment: Record<string, string | undefined>, options: { cwd?: string } = {}): Config {
-  const result = EnvironmentSchema.safeParse(environment);
-  if (!result.success) {
-    throw new ConfigError(
-      result.error.issues.map((issue) => ({ variable: String(issue.path[0]), message: issue.message })),
-    );
-  }
-  const parsed = result.data;
+  const { parsed, problems: fieldProblems } = parseEnvironment(environment);
   const problems: Problem[] = [];
   const dataDir = path.resolve(options.cwd ?? process.cwd(), parsed.MORDN_DATA_DIR);
 
@@ -479,10 +480,31 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
     sandbox: parseSandbox(parsed, problems),
     logLevel: parsed.MORDN_LOG_LEVEL,
     shutdownTimeoutMs: parsed.MORDN_SHUTDOWN_TIMEOUT_MS,
+    requestIdleTimeoutMs: parsed.MORDN_REQUEST_IDLE_TIMEOUT_MS,
     secretValues: collectSecrets(environment, parsed.DATABASE_URL),
   };
-  if (problems.length > 0) throw new ConfigError(problems);
+  // A variable already refused on its own is not reported again by a rule that read its default.
+  const reported = new Set(fieldProblems.map((problem) => problem.variable));
+  const allProblems = [...fieldProblems, ...problems.filter((problem) => !reported.has(problem.variable))];
+  if (allProblems.length > 0) throw new ConfigError(allProblems);
   return config;
+}
+
+/**
+ * Parses every variable on its own. A variable that fails is reported and parsed again as unset
+ * (its default), so the rules across variables still run and every problem is reported at once,
+ * not one start-up attempt at a time.
+ */
+function parseEnvironment(environment: Record<string, string | undefined>): {
+  parsed: Environment;
+  problems: Problem[];
+} {
+  const first = EnvironmentSchema.safeParse(environment);
+  if (first.success) return { parsed: first.data, problems: [] };
+  const problems = first.error.issues.map((issue) => ({ variable: String(issue.path[0]), message: issue.message }));
+  const failed = new Set(problems.map((problem) => problem.variable));
+  const withDefaults = Object.fromEntries(Object.entries(environment).filter(([name]) => !failed.has(name)));
+  return { parsed: EnvironmentSchema.parse(withDefaults), problems };
 }
 
 function collectSecrets(environment: Record<string, string | undefined>, databaseUrl: string | undefined): string[] {

@@ -1,6 +1,7 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.js';
 import { createSecretScrubber, REDACTED } from './secrets.js';
+import { serializeError } from './serialize-error.js';
 
 export type { Logger } from 'pino';
 
@@ -15,7 +16,9 @@ export interface CreateLoggerOptions {
 /**
  * Structured JSON logs. Two layers keep secrets out: known secret fields are redacted by path, and
  * every serialized line is scrubbed of key-shaped strings and configured secret values, so even a
- * secret inside an error message never reaches the log.
+ * secret inside an error message never reaches the log. Conversation content stays out too: an
+ * `err` is logged through `serializeError`, which copies its diagnostics and nothing it carries
+ * (an AI SDK error's request body, a rejected value), so only debug lines may quote a chat.
  */
 export function createLogger(options: CreateLoggerOptions): Logger {
   const scrub = createSecretScrubber(options.secrets ?? []);
@@ -24,6 +27,7 @@ export function createLogger(options: CreateLoggerOptions): Logger {
       level: options.level,
       base: { service: 'mordn' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      serializers: { err: (error: unknown) => serializeError(error) },
       redact: {
         paths: [
           'authorization',

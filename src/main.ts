@@ -1,7 +1,9 @@
 import { createApp } from './app.js';
 import { composeDependencies } from './compose.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
+import { secureDataDirectory } from './data-directory.js';
 import { createLogger } from './logger.js';
+import { type PermissionRepair, PrivatePathError } from './private-files.js';
 import { startRetentionSweeper } from './sandbox/retention.js';
 import { startServer } from './server.js';
 
@@ -22,12 +24,33 @@ export function loadConfigOrExit(environment: NodeJS.ProcessEnv): Config {
 }
 
 /**
- * The service process: configuration → dependencies → HTTP server, with graceful shutdown on
- * SIGTERM/SIGINT (stop accepting, finish in-flight requests within the bound, close the database).
+ * Creates the data directory private, or makes an existing one private (see
+ * `secureDataDirectory`), returning what it changed; when it cannot (another user owns it, or it
+ * is not a directory) it prints why, naming the path, and exits with 1. Only process entry points
+ * call this.
+ */
+export function secureDataDirectoryOrExit(config: Config): PermissionRepair[] {
+  try {
+    return secureDataDirectory(config);
+  } catch (error) {
+    if (error instanceof PrivatePathError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+/**
+ * The service process: configuration → private data directory → dependencies → HTTP server,
+ * with graceful shutdown on SIGTERM/SIGINT (stop accepting, finish in-flight requests within the
+ * bound, close the database).
  */
 export async function runService(environment: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = loadConfigOrExit(environment);
+  const repairs = secureDataDirectoryOrExit(config);
   const logger = createLogger({ level: config.logLevel, secrets: config.secretValues });
+  for (const repair of repairs) logger.warn(repair, 'made a data directory path private');
   const deps = await composeDependencies(config, { logger, processMetrics: true });
   const app = createApp(deps);
   const stopSweeper = deps.sandbox
@@ -38,7 +61,13 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
         retentionDays: config.sandbox.retentionDays,
       })
     : undefined;
-  const server = await startServer({ fetch: app.fetch, host: config.host, port: config.port, logger });
+  const server = await startServer({
+    fetch: app.fetch,
+    host: config.host,
+    port: config.port,
+    logger,
+    requestHeadTimeoutMs: config.requestIdleTimeoutMs,
+  });
   deps.selfBaseUrl = server.loopbackUrl;
   logger.info(
     {

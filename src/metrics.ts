@@ -7,12 +7,19 @@ export interface HttpMetrics {
   requestStarted(): void;
   /** Records one finished request under its route pattern (never the raw path). */
   observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /**
+   * Ends a request that answered a client's capability probe as expected (the MCP client's GET
+   * for an event stream, answered 405): counted in `mordn_http_probes_total` only, so it never
+   * reads as an error in the request metrics.
+   */
+  observeProbe(method: string, route: string): void;
 }
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const REQUESTS = 'mordn_http_requests_total';
 const DURATION = 'mordn_http_request_duration_seconds';
 const IN_FLIGHT = 'mordn_http_requests_in_flight';
+const PROBES = 'mordn_http_probes_total';
 
 interface RouteStats {
   labels: { method: string; route: string; status: string };
@@ -36,6 +43,7 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'mordn_' });
   const stats = new Map<string, RouteStats>();
+  const probes = new Map<string, { labels: { method: string; route: string }; count: number }>();
   let inFlight = 0;
 
   const exported = (
@@ -49,7 +57,10 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
     type,
     aggregator: 'sum' as const,
     get: async () => ({ name, help, type, aggregator: 'sum' as const, values: values() }),
-    reset: () => stats.clear(),
+    reset: () => {
+      stats.clear();
+      probes.clear();
+    },
   });
 
   registry.registerMetric(
@@ -85,6 +96,15 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
     ]) as never,
   );
 
+  registry.registerMetric(
+    exported(
+      PROBES,
+      'counter',
+      'Capability probes answered as expected (the MCP client asking for an event stream), by method and route pattern; not in the request metrics.',
+      () => [...probes.values()].map((entry) => ({ labels: entry.labels, value: entry.count })),
+    ) as never,
+  );
+
   return {
     registry,
     requestStarted() {
@@ -108,6 +128,13 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
       let index = 0;
       while (index < DURATION_BUCKETS.length && seconds > (DURATION_BUCKETS[index] as number)) index += 1;
       (entry.buckets as Float64Array)[index] = (entry.buckets[index] as number) + 1;
+    },
+    observeProbe(method, route) {
+      inFlight -= 1;
+      const key = `${method} ${route}`;
+      const entry = probes.get(key) ?? { labels: { method, route }, count: 0 };
+      entry.count += 1;
+      probes.set(key, entry);
     },
   };
 }

@@ -22,7 +22,17 @@ export interface StartServerOptions {
   host: string;
   port: number;
   logger?: Logger;
+  /**
+   * Time a client has to send a complete request head (default 30 s, at most 300 s). A slower one
+   * is answered `408 Request Timeout` by Node and its connection closed, so a client trickling
+   * header bytes cannot hold a connection open.
+   */
+  requestHeadTimeoutMs?: number;
 }
+
+/** Node's own bound on receiving a whole request; a request head must arrive within it too. */
+const WHOLE_REQUEST_TIMEOUT_MS = 300_000;
+const DEFAULT_REQUEST_HEAD_TIMEOUT_MS = 30_000;
 
 function formatHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
@@ -39,9 +49,22 @@ export function startServer(options: StartServerOptions): Promise<RunningServer>
     // remain instances of the standard classes for every consumer.
     overrideGlobalObjects: true,
   });
-  const server = createServer((request, response) => {
-    if (!answerLiveness(request, response)) void listener(request, response);
-  });
+  const headersTimeout = Math.min(
+    options.requestHeadTimeoutMs ?? DEFAULT_REQUEST_HEAD_TIMEOUT_MS,
+    WHOLE_REQUEST_TIMEOUT_MS,
+  );
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout: WHOLE_REQUEST_TIMEOUT_MS,
+      // Node only notices an expired head when it sweeps its connections (every 30 s by default):
+      // sweep often enough that the timeout holds to within a fraction of itself.
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(headersTimeout / 4))),
+    },
+    (request, response) => {
+      if (!answerLiveness(request, response)) void listener(request, response);
+    },
+  );
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {

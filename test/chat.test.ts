@@ -1,13 +1,10 @@
+import { safeValidateUIMessages } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
 import { callTool, connectSdkClient } from './support/mcp.js';
-import {
-  type ChatCompletionRequest,
-  type ModelTurn,
-  type ScriptedModelServer,
-  startScriptedModelServer,
-} from './support/scripted-model-server.js';
+import { startScriptedChatService } from './support/scripted-chat-service.js';
+import type { ChatCompletionRequest, ModelTurn, ScriptedModelServer } from './support/scripted-model-server.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 import { assembleWithSdk, chatBody, readUiChunks } from './support/ui-stream.js';
 import { upload } from './support/upload.js';
@@ -90,22 +87,12 @@ function script(request: ChatCompletionRequest): ModelTurn {
 let model: ScriptedModelServer;
 let service: TestService;
 let fixture: AgentFixture;
+let close: () => Promise<void>;
 
 beforeAll(async () => {
-  model = await startScriptedModelServer(script);
-  service = await startTestService({
-    environment: {
-      MORDN_SANDBOX_ENABLED: 'true',
-      MORDN_MODEL: 'openai-compatible:scripted-1',
-      MORDN_MODEL_BASE_URL: model.baseUrl,
-    },
-  });
-  fixture = await createAgentFixture(service.database.db, { published: ENABLED });
+  ({ model, service, fixture, close } = await startScriptedChatService(script, { published: ENABLED }));
 });
-afterAll(async () => {
-  await service.close();
-  await model.close();
-});
+afterAll(() => close());
 
 function postChat(body: unknown, options: { userId?: string; key?: string; signal?: AbortSignal } = {}) {
   return service.fetch('/v1/chat', {
@@ -182,6 +169,8 @@ describe('POST /v1/chat', () => {
     const history = await readJson(
       await service.fetch('/v1/chats/chat-publish', { headers: agentHeaders(fixture.key, 'alice') }),
     );
+    const validated = await safeValidateUIMessages({ messages: history.messages });
+    expect(validated.success ? undefined : validated.error).toBeUndefined();
     const assistantFile = history.messages.at(-1).parts.find((part: { type: string }) => part.type === 'file');
     expect(assistantFile).toMatchObject({
       filename: 'Doubled sales.csv',
@@ -214,7 +203,7 @@ describe('POST /v1/chat', () => {
     }
   });
 
-  it('shows a revoked file as unavailable, with no URL', async () => {
+  it("shows a deleted file as unavailable with an empty URL, in a history the AI SDK's validator accepts", async () => {
     const uploaded = await readJson(
       await upload(service, fixture.key, { bytes: CSV, filename: 'gone.csv', type: 'text/csv' }, 'alice'),
     );
@@ -233,8 +222,10 @@ describe('POST /v1/chat', () => {
       await service.fetch('/v1/chats/chat-revoked', { headers: agentHeaders(fixture.key, 'alice') }),
     );
     const part = history.messages[0].parts.find((candidate: { type: string }) => candidate.type === 'file');
-    expect(part).toMatchObject({ unavailable: true, storagePath: uploaded.storagePath });
-    expect(part.url).toBeUndefined();
+    expect(part).toMatchObject({ unavailable: true, url: '', storagePath: uploaded.storagePath, filename: 'gone.csv' });
+    const validated = await safeValidateUIMessages({ messages: history.messages });
+    expect(validated.success ? undefined : validated.error).toBeUndefined();
+    expect(history.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant']);
   });
 
   it('ignores forged history: only the last user message is taken from the client', async () => {

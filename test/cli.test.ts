@@ -1,7 +1,12 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDatabaseTarget, type TestDatabaseTarget } from './support/database.js';
+import { packageRoot } from '../src/package-root.js';
+import { createTestDatabaseTarget, type TestDatabaseTarget, testPostgresUrl } from './support/database.js';
 import { readJson } from './support/json.js';
 import { runMordn, spawnMordn } from './support/process.js';
+import { runMordnToExit } from './support/run-to-exit.js';
 
 let target: TestDatabaseTarget;
 
@@ -83,5 +88,77 @@ describe('configuration errors', PROCESS_TIMEOUT, () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('PORT: must be an integer');
     expect(result.stderr).toContain('MORDN_STORAGE: must be one of fs, s3');
+  });
+
+  it('are reported together, field and cross-field problems alike, before anything is touched', async () => {
+    const result = await runMordn(['init'], {
+      ...target.environment,
+      PORT: 'eighty',
+      MORDN_ADMIN_TOKEN: 'short',
+      MORDN_MODEL: 'gpt-4o',
+      MORDN_SANDBOX_TOOLS: 'sandbox_exec,rm_rf',
+    });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines[0]).toBe('Invalid configuration:');
+    expect(
+      lines
+        .slice(1)
+        .map((line) => line.trim().split(':')[0])
+        .sort(),
+    ).toEqual(['MORDN_ADMIN_TOKEN', 'MORDN_MODEL', 'MORDN_SANDBOX_TOOLS', 'PORT']);
+    expect(await targetIsUntouched()).toBe(true);
+  });
+});
+
+/** Whether nothing was written: an empty data directory and, on PostgreSQL, a schema without tables. */
+async function targetIsUntouched(): Promise<boolean> {
+  if ((await readdir(target.dataDir)).length > 0) return false;
+  if (target.dialect !== 'postgres') return true;
+  const client = new pg.Client({ connectionString: testPostgresUrl() });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      'select count(*)::int as tables from information_schema.tables where table_schema = $1',
+      [target.schema],
+    );
+    return rows[0].tables === 0;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('command line', PROCESS_TIMEOUT, () => {
+  it.each([
+    ['init', 'Usage: mordn init [--json]'],
+    ['serve', 'Usage: mordn serve'],
+    ['migrate', 'Usage: mordn migrate'],
+  ])('%s --help prints its help and changes nothing', async (command, usage) => {
+    const result = await runMordnToExit([command, '--help'], { ...target.environment, PORT: '0' });
+    expect(result.listened).toBe(false);
+    expect(result.code).toBe(0);
+    expect(result.stdout.startsWith(usage)).toBe(true);
+    expect(result.stdout).not.toContain('mordn_');
+    expect(await targetIsUntouched()).toBe(true);
+  });
+
+  it.each([
+    [['init', '--jsno'], 'Unknown option "--jsno" for mordn init.'],
+    [['serve', '--port', '9000'], 'Unknown option "--port" for mordn serve.'],
+  ])('%o is refused, naming the option, and changes nothing', async (args, message) => {
+    const result = await runMordnToExit(args, { ...target.environment, PORT: '0' });
+    expect(result.listened).toBe(false);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+    expect(result.stdout).toBe('');
+    expect(await targetIsUntouched()).toBe(true);
+  });
+
+  it('--version prints the package version', async () => {
+    const manifest = JSON.parse(await readFile(path.join(packageRoot(), 'package.json'), 'utf8'));
+    const result = await runMordn(['--version'], target.environment);
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim()).toBe(manifest.version);
+    expect(await targetIsUntouched()).toBe(true);
   });
 });

@@ -1,3 +1,5 @@
+import { rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
@@ -32,10 +34,53 @@ describe('probes', () => {
     expect(await readJson(inProcess)).toEqual({ status: 'ok' });
   });
 
-  it('/readyz reports the database check', async () => {
+  it('/readyz reports the database and storage checks', async () => {
     const response = await service.fetch('/readyz');
     expect(response.status).toBe(200);
     expect(await readJson(response)).toEqual({ status: 'ready', checks: { database: 'ok', storage: 'ok' } });
+  });
+
+  it('/readyz answers 503 when storage cannot be written, naming the storage check', async () => {
+    const broken = await startTestService();
+    try {
+      // Local storage keeps objects under <data dir>/files: a plain file there makes every write fail.
+      const files = path.join(broken.config.dataDir, 'files');
+      await rm(files, { recursive: true, force: true });
+      await writeFile(files, 'not a directory');
+      const response = await broken.fetch('/readyz');
+      expect(response.status).toBe(503);
+      expect(await readJson(response)).toEqual({
+        status: 'unavailable',
+        checks: { database: 'ok', storage: 'failed' },
+      });
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it('/readyz includes the sandbox backend when sandboxes are on, and answers 503 while it is not ready', async () => {
+    let ready = true;
+    const withSandboxes = await startTestService({
+      environment: { MORDN_SANDBOX_ENABLED: 'true' },
+      sandboxReadiness: async () => ready,
+    });
+    try {
+      const healthy = await withSandboxes.fetch('/readyz');
+      expect(healthy.status).toBe(200);
+      expect(await readJson(healthy)).toEqual({
+        status: 'ready',
+        checks: { database: 'ok', storage: 'ok', sandbox: 'ok' },
+      });
+      ready = false;
+      const down = await withSandboxes.fetch('/readyz');
+      expect(down.status).toBe(503);
+      expect(await readJson(down)).toMatchObject({
+        status: 'unavailable',
+        checks: { database: 'ok', storage: 'ok', sandbox: 'failed' },
+      });
+    } finally {
+      await withSandboxes.close();
+    }
   });
 
   it('/readyz answers 503 while draining', async () => {

@@ -4,6 +4,7 @@ import tls from 'node:tls';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   createApiFetch,
+  createOriginFetch,
   effectiveTimeout,
   MAX_API_REQUEST_MS,
   MAX_API_RESPONSE_BYTES,
@@ -343,6 +344,40 @@ describe('createApiFetch: bounds', () => {
       name: 'AbortError',
     });
     expect(api.connections).toBe(0);
+  });
+});
+
+describe('createOriginFetch: the bounds of a chat stream', () => {
+  const originFetchFor = (bounds: { maxResponseBytes: number; timeoutMs: number }) =>
+    createOriginFetch({ origin: api.origin, allowedPaths: [MCP_PATH], ...bounds });
+
+  it('uses exactly the bounds given, past the 1 MiB and 120 s of a sandbox call', async () => {
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    const response = await originFetchFor({
+      maxResponseBytes: 8 * MAX_API_RESPONSE_BYTES,
+      timeoutMs: 3 * MAX_API_REQUEST_MS,
+    })(mcpUrl('large-chunked'));
+    expect(timers.mock.calls.map(([, delay]) => delay)).toContain(3 * MAX_API_REQUEST_MS);
+    const { bytes, error } = await readAll(response);
+    expect(error).toBeUndefined();
+    expect(bytes).toBe(4 * MAX_API_RESPONSE_BYTES);
+  });
+
+  it('still cuts a body off past the ceiling given, and keeps the destination checks', async () => {
+    const originFetch = originFetchFor({ maxResponseBytes: 64 * KiB, timeoutMs: 5_000 });
+    await expect((await originFetch(mcpUrl('large-chunked'))).text()).rejects.toMatchObject({
+      code: 'RESPONSE_TOO_LARGE',
+    });
+    await expect(originFetch(`${api.origin}/v1/admin/tenants`)).rejects.toMatchObject({ code: 'DESTINATION_REFUSED' });
+    await expect(originFetch(`${canary.origin}/v1/sandbox/mcp`)).rejects.toMatchObject({ code: 'DESTINATION_REFUSED' });
+    expect(canary.connections).toBe(0);
+  });
+
+  it('refuses bounds that are not positive numbers, when it is created', () => {
+    for (const value of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => originFetchFor({ maxResponseBytes: value, timeoutMs: 1_000 })).toThrow(/maxResponseBytes/);
+      expect(() => originFetchFor({ maxResponseBytes: KiB, timeoutMs: value })).toThrow(/timeoutMs/);
+    }
   });
 });
 

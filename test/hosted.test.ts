@@ -8,7 +8,9 @@ import { createHostedSandboxes } from '../src/hosted/create-hosted-sandboxes.js'
 import { createMordnHandler } from '../src/hosted/create-mordn-handler.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
-import { type ScriptedModelServer, startScriptedModelServer } from './support/scripted-model-server.js';
+import { servedRequests } from './support/metrics.js';
+import { startScriptedChatService } from './support/scripted-chat-service.js';
+import type { ModelTurn, ScriptedModelServer } from './support/scripted-model-server.js';
 import { startTestService, type TestService } from './support/service.js';
 import { chatBody, readUiChunks } from './support/ui-stream.js';
 
@@ -18,27 +20,29 @@ const DISABLED: AgentConfig = { schemaVersion: 1 };
 let model: ScriptedModelServer;
 let service: TestService;
 let fixture: AgentFixture;
+let close: () => Promise<void>;
 
 beforeAll(async () => {
-  model = await startScriptedModelServer((request) => {
-    const text = JSON.stringify(request.messages.at(-1));
-    if (text.includes('HANG')) return { hang: true };
-    return { text: request.tools?.length ? `tools:${request.tools.length}` : 'no tools' };
-  });
-  service = await startTestService({
-    environment: {
-      MORDN_SANDBOX_ENABLED: 'true',
-      MORDN_SANDBOX_CALLS_PER_MINUTE: '1000',
-      MORDN_MODEL: 'openai-compatible:scripted-1',
-      MORDN_MODEL_BASE_URL: model.baseUrl,
+  ({ model, service, fixture, close } = await startScriptedChatService(
+    (request) => {
+      const text = JSON.stringify(request.messages.at(-1));
+      if (text.includes('HANG')) return { hang: true };
+      const lastUser = request.messages.map((message) => message.role).lastIndexOf('user');
+      if (JSON.stringify(request.messages[lastUser]).includes('FILE-ONLY')) {
+        // Writes a file, publishes it and ends without a word.
+        const step = request.messages.slice(lastUser).filter((message) => message.role === 'tool').length;
+        const steps: ModelTurn[] = [
+          { toolCalls: [{ name: 'sandbox_write_file', arguments: { path: 'only.csv', content: 'a,b\n1,2\n' } }] },
+          { toolCalls: [{ name: 'sandbox_publish_file', arguments: { path: 'only.csv' } }] },
+        ];
+        return steps[step] ?? { text: '' };
+      }
+      return { text: request.tools?.length ? `tools:${request.tools.length}` : 'no tools' };
     },
-  });
-  fixture = await createAgentFixture(service.database.db, { published: ENABLED });
+    { environment: { MORDN_SANDBOX_CALLS_PER_MINUTE: '1000' } },
+  ));
 });
-afterAll(async () => {
-  await service.close();
-  await model.close();
-});
+afterAll(() => close());
 
 function context(
   config: AgentConfig,
@@ -49,16 +53,7 @@ function context(
 }
 
 /** Requests the service answered on a route, from its own metrics. */
-async function served(route: string): Promise<number> {
-  const text = await (await service.fetch('/metrics')).text();
-  let total = 0;
-  for (const match of text.matchAll(
-    /^mordn_http_requests_total\{method="[A-Z]+",route="([^"]+)",status="\d+"\} (\d+)$/gm,
-  )) {
-    if (match[1] === route) total += Number(match[2]);
-  }
-  return total;
-}
+const served = (route: string) => servedRequests(service, route);
 
 describe('createHostedSandboxes', () => {
   it('makes no request at all for an agent whose config does not enable sandboxes', async () => {
@@ -220,6 +215,21 @@ describe('createMordnHandler', () => {
       await handlerFor({ sandboxes: false }).POST(browserRequest('POST', '', chatBody('no-tools', 'hi'))),
     );
     expect(JSON.stringify(without)).toContain('no tools');
+  });
+
+  it('persists a file-only reply as the file alone, with no filler text', async () => {
+    const handler = handlerFor();
+    const chunks = await readUiChunks(
+      await handler.POST(browserRequest('POST', '', chatBody('file-only', 'FILE-ONLY'))),
+    );
+    expect(chunks.filter((chunk) => chunk.type === 'file')).toHaveLength(1);
+    const history = await readJson(await handler.GET(browserRequest('GET', '?chatId=file-only')));
+    const reply = history.messages.at(-1);
+    expect(reply.role).toBe('assistant');
+    expect(reply.parts.filter((part: { type: string }) => part.type === 'file')).toEqual([
+      expect.objectContaining({ filename: 'only.csv', mediaType: 'text/csv', storagePath: expect.any(String) }),
+    ]);
+    expect(reply.parts.filter((part: { type: string }) => part.type === 'text')).toEqual([]);
   });
 
   it('refuses a request without a verified user, sending nothing upstream', async () => {

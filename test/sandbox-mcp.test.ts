@@ -6,6 +6,7 @@ import { createMCPClient } from '@ai-sdk/mcp';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../src/auth/api-keys.js';
+import { TRUNCATION_MARKER } from '../src/mcp/bounded-tool-result.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { rawRequest } from './support/http.js';
 import { readJson } from './support/json.js';
@@ -150,6 +151,130 @@ describe('MCP protocol', () => {
     const response = await rawMcp(service, fixture.key, INITIALIZE, { userId: 'anon:visitor' });
     expect(response.status).toBe(403);
     expect((await readJson(response)).code).toBe('ANONYMOUS_USER');
+  });
+});
+
+/** The log lines of one request, parsed. */
+function linesOf(requestId: string): Array<Record<string, unknown>> {
+  return service.logs.map((line) => JSON.parse(line)).filter((entry) => entry.requestId === requestId);
+}
+
+/** One sample of the service's own metrics, or 0 when it has none. */
+async function metricValue(sample: string): Promise<number> {
+  const text = await (await service.fetch('/metrics')).text();
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${sample} `));
+  return line ? Number(line.slice(sample.length + 1)) : 0;
+}
+
+describe('invalid arguments', () => {
+  const INVALID: Array<[string, string, Record<string, unknown>, RegExp]> = [
+    [
+      'a NUL byte in a command',
+      'sandbox_exec',
+      { command: 'touch nul-ran\u0000true' },
+      /^Invalid arguments for sandbox_exec: command: must not contain NUL bytes\.$/,
+    ],
+    [
+      'a NUL byte in a storage path',
+      'sandbox_import_file',
+      { storagePath: 'uploads/a\u0000b' },
+      /storagePath: must not contain NUL bytes/,
+    ],
+    ['an empty command', 'sandbox_exec', { command: '' }, /command: .*>=1/],
+    [
+      'a timeout past the ceiling',
+      'sandbox_exec',
+      { command: 'true', timeoutSeconds: 10_000 },
+      /timeoutSeconds: .*<=120/,
+    ],
+    ['content that is not text', 'sandbox_write_file', { path: 'a.txt', content: 1 }, /content: .*expected string/],
+    ['an unknown key', 'sandbox_read_file', { path: 'a.txt', userId: 'bob' }, /Unrecognized key: "userId"/],
+  ];
+
+  it.each(INVALID)(
+    'refuse %s as INVALID_INPUT, provisioning nothing and logging no error',
+    async (label, tool, args, message) => {
+      const requestId = `invalid-${label.replaceAll(' ', '-')}`;
+      const before = await workspaceCount();
+      const response = await rawMcp(service, fixture.key, toolCall(tool, args), {
+        userId: 'validator',
+        headers: { 'X-Request-Id': requestId },
+      });
+      expect(response.status).toBe(200);
+      const { result } = await readJson(response);
+      expect(result.isError).toBe(true);
+      const { error } = JSON.parse(result.content[0].text);
+      expect(error.code).toBe('INVALID_INPUT');
+      expect(error.message).toMatch(message);
+      expect(await workspaceCount()).toBe(before);
+      const lines = linesOf(requestId);
+      expect(lines.map((line) => line.msg)).toEqual(['request completed']);
+      expect(lines[0]).toMatchObject({ level: 30, status: 200 });
+      expect(JSON.stringify(lines)).not.toMatch(/stack|INTERNAL/);
+    },
+  );
+
+  it('answer an unknown tool with UNKNOWN_TOOL, and malformed call parameters with JSON-RPC invalid params', async () => {
+    const unknown = await readJson(
+      await rawMcp(service, fixture.key, toolCall('sandbox_nope', {}), { userId: 'validator' }),
+    );
+    expect(unknown.result.isError).toBe(true);
+    expect(JSON.parse(unknown.result.content[0].text).error.code).toBe('UNKNOWN_TOOL');
+
+    for (const [params, message] of [
+      [{ name: 'sandbox_exec', arguments: ['ls'] }, 'Invalid params: params.arguments must be an object.'],
+      [{ name: 'sandbox_exec', arguments: 'ls' }, 'Invalid params: params.arguments must be an object.'],
+      [{ arguments: {} }, 'Invalid params: the tool name (params.name) must be a string.'],
+    ] as const) {
+      const response = await rawMcp(
+        service,
+        fixture.key,
+        { jsonrpc: '2.0', id: 7, method: 'tools/call', params },
+        {
+          userId: 'validator',
+          headers: { 'X-Request-Id': 'malformed-call' },
+        },
+      );
+      expect(await readJson(response)).toEqual({ jsonrpc: '2.0', id: 7, error: { code: -32602, message } });
+    }
+    expect(linesOf('malformed-call').every((line) => line.level === 30)).toBe(true);
+  });
+});
+
+describe("the MCP client's GET probe", () => {
+  const PROBES = 'mordn_http_probes_total{method="GET",route="/v1/sandbox/mcp"}';
+  const GET_405 = 'mordn_http_requests_total{method="GET",route="/v1/sandbox/mcp",status="405"}';
+
+  it('is a debug line, counted apart from the request metrics', async () => {
+    const probesBefore = await metricValue(PROBES);
+    const refusalsBefore = await metricValue(GET_405);
+    const aiClient = await createMCPClient({
+      transport: {
+        type: 'http',
+        url: `${service.url}/v1/sandbox/mcp`,
+        headers: { ...agentHeaders(fixture.key, 'alice'), 'X-Request-Id': 'ai-sdk-session' },
+      },
+    });
+    try {
+      await aiClient.tools();
+    } finally {
+      await aiClient.close();
+    }
+    const lines = linesOf('ai-sdk-session');
+    const probes = lines.filter((line) => line.method === 'GET');
+    expect(probes.length).toBeGreaterThan(0);
+    for (const probe of probes) expect(probe).toMatchObject({ level: 20, status: 405, code: 'METHOD_NOT_ALLOWED' });
+    expect(lines.filter((line) => (line.level as number) >= 40)).toEqual([]);
+    expect(await metricValue(PROBES)).toBe(probesBefore + probes.length);
+    expect(await metricValue(GET_405)).toBe(refusalsBefore);
+  });
+
+  it('is told apart from a GET that is not a probe, which stays a counted 405', async () => {
+    const before = await metricValue(GET_405);
+    const response = await service.fetch('/v1/sandbox/mcp', { headers: { 'X-Request-Id': 'browser-get' } });
+    expect(response.status).toBe(405);
+    expect(linesOf('browser-get')).toEqual([expect.objectContaining({ level: 30, status: 405 })]);
+    expect(await metricValue(GET_405)).toBe(before + 1);
   });
 });
 
@@ -394,7 +519,9 @@ describe('the tools', () => {
     expect(slow.value).toMatchObject({ timedOut: true, exitCode: null });
     const noisy = await callTool(client, 'sandbox_exec', { command: 'yes', timeoutSeconds: 1 });
     expect(noisy.value.truncated).toBe(true);
-    expect(Buffer.byteLength(noisy.value.stdout)).toBeLessThanOrEqual(256 * 1024);
+    // Kept up to the output limit while streaming, then cut to what one response can carry.
+    expect(Buffer.byteLength(noisy.value.stdout)).toBeLessThanOrEqual(service.config.sandbox.maxOutputBytes);
+    expect(noisy.value.stdout.endsWith(TRUNCATION_MARKER)).toBe(true);
   });
 
   it("cannot see another user's workspace", async () => {

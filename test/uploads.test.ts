@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { officeEntries, writeZip } from '../src/uploads/test-fixtures.js';
 import { describeAgentAuth } from './support/agent-auth-suite.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { rawRequest } from './support/http.js';
 import { readJson } from './support/json.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 import { PNG_1X1, pdfOfSize, upload } from './support/upload.js';
+import { officeEntries, writeZip } from './support/upload-samples.js';
 
 const MiB = 1024 * 1024;
 const MANAGED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };

@@ -15,11 +15,16 @@ import { SANDBOX_TOOL_NAMES } from '../config.js';
 import { ServiceError } from '../errors.js';
 import { readBodyWithLimit } from '../http/json-body.js';
 import { normalizeError, problemResponse } from '../http/problem.js';
+import { failureText, isErrorChunkEcho } from './answer-failures.js';
+import { createAnswerReporter } from './answer-reporter.js';
+import { createAnswerSignal, watchResponseReader } from './answer-signal.js';
 import { createArtifactRelay } from './artifact-stream.js';
-import { canonicalizeFileParts, isFilePart, referencedStoragePaths, storagePathOf } from './file-parts.js';
+import { endOnInterruption } from './end-on-interruption.js';
+import { canonicalizeFileParts, referencedStoragePaths } from './file-parts.js';
 import { resignedHistory } from './history.js';
 import { parseChatRequest } from './incoming-request.js';
-import { projectForModel } from './prompt-projection.js';
+import { type InterruptionReason, settleAnswer } from './interrupted-message.js';
+import { projectConversation } from './prompt-projection.js';
 import { createRemoteMcpTools, type RemoteMcpServer } from './remote-mcp-tools.js';
 import { createToolLease } from './tool-lease.js';
 import type {
@@ -46,9 +51,19 @@ export interface CreateChatHandlerOptions {
   sandboxes?: false | ManagedSandboxIntegration;
   /** Preview routes only: the server-authorized full config (a draft) to use instead. */
   resolvePreviewConfig?(input: { request: Request; userId: string }): Promise<AgentConfig>;
+  /**
+   * Media types the model takes as inline bytes (default PNG, JPEG, WebP, GIF and PDF; PDF only
+   * without sandboxes). Files of other types reach it as descriptors; narrow this for a provider
+   * that cannot take one of them.
+   */
+  inlineMediaTypes?: readonly string[];
   /** Receives the safe projection (never raw documents) and may reshape it. */
   transformMessages?(messages: UIMessage[], context: ChatRequestContext): UIMessage[] | Promise<UIMessage[]>;
-  /** One deadline for setup, discovery and the whole answer (default 5 minutes). */
+  /**
+   * One deadline for setup, discovery and the whole answer (default 5 minutes). An answer cut
+   * short by it, by the client's stop or by a lost reader is stored with its parts closed and
+   * `metadata.mordn.interrupted = { reason }`.
+   */
   streamTimeoutMs?: number;
   /** The host's own remote MCP servers (server configuration only); SSRF-protected. */
   mcpServers?: readonly RemoteMcpServer[];
@@ -60,8 +75,13 @@ export interface CreateChatHandlerOptions {
   allowedOrigins?: readonly string[];
   /** Model steps per answer (tool calls and their follow-ups), default 8. */
   maxSteps?: number;
-  /** Called with unexpected errors (their details never reach the client). */
+  /**
+   * Called with unexpected errors (their details never reach the client). Not called for what an
+   * interruption causes: that is one `onInterrupted` call.
+   */
   onError?(error: unknown, requestId: string): void;
+  /** Called once for an answer cut short by the client's stop, a lost reader or the deadline. */
+  onInterrupted?(interruption: { reason: InterruptionReason }, requestId: string): void;
 }
 
 /** Web-standard route handlers, e.g. `export const { GET, POST, DELETE, OPTIONS } = createChatHandler(…)`. */
@@ -73,10 +93,17 @@ export interface ChatHandler {
   /** The same operations with the chat id given explicitly (for path-based routes). */
   history(request: Request, chatId: string): Promise<Response>;
   remove(request: Request, chatId: string): Promise<Response>;
+  /**
+   * `GET …/:chatId/stream`, what `useChat({ resume: true })` asks for: answers are not resumable
+   * (one that lost its client is stopped and stored), so a signed-in user always gets 204.
+   */
+  resume(request: Request, chatId: string): Promise<Response>;
 }
 
 const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
 const MAX_REQUEST_BYTES = 1024 * 1024;
+/** The path useChat's default transport reconnects to: `${api}/${chatId}/stream`. */
+const RESUME_PATH = /\/([^/]+)\/stream\/?$/;
 const PUBLISH_FIRST =
   'Managed sandboxes are not available for this agent: turn on "Enable sandboxes" and publish the agent first.';
 const UNAVAILABLE = 'Managed sandboxes are temporarily unavailable; try again later.';
@@ -108,9 +135,9 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
     return { 'Access-Control-Allow-Origin': origin, 'Access-Control-Allow-Credentials': 'true', Vary: 'Origin' };
   };
 
-  const fail = (request: Request, error: unknown, requestId: string): Response => {
+  const fail = (request: Request, error: unknown, requestId: string, logUnexpected = true): Response => {
     const { serviceError, unexpected } = normalizeError(error);
-    if (unexpected !== undefined) options.onError?.(unexpected, requestId);
+    if (unexpected !== undefined && logUnexpected) options.onError?.(unexpected, requestId);
     const response = problemResponse(serviceError, requestId);
     for (const [name, value] of Object.entries(corsHeaders(request))) response.headers.set(name, value);
     return response;
@@ -154,23 +181,29 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
     }
   };
 
+  const resume = async (request: Request, _chatId: string): Promise<Response> => {
+    try {
+      await verifiedUser(request);
+      return new Response(null, { status: 204, headers: { 'Cache-Control': 'no-store', ...corsHeaders(request) } });
+    } catch (error) {
+      return fail(request, error, randomUUID());
+    }
+  };
+
   const chat = async (request: Request): Promise<Response> => {
     const requestId = randomUUID();
-    const controller = new AbortController();
     const timeoutMs = options.streamTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const timer = setTimeout(
-      () => controller.abort(new ServiceError('UPSTREAM_UNAVAILABLE', 'The answer took too long.')),
-      timeoutMs > 0 ? timeoutMs : DEFAULT_TIMEOUT_MS,
-    );
-    const onClientGone = () => controller.abort(request.signal.reason);
-    request.signal.addEventListener('abort', onClientGone, { once: true });
-    const signal = controller.signal;
+    const answer = createAnswerSignal(request, timeoutMs > 0 ? timeoutMs : DEFAULT_TIMEOUT_MS);
+    const signal = answer.signal;
     const lease = createToolLease(signal);
     const finish = async () => {
-      clearTimeout(timer);
-      request.signal.removeEventListener('abort', onClientGone);
+      answer.dispose();
       await lease.release();
     };
+    const report = createAnswerReporter(answer, {
+      onError: (error) => options.onError?.(error, requestId),
+      onInterrupted: (reason) => options.onInterrupted?.({ reason }, requestId),
+    });
     try {
       const userId = await verifiedUser(request);
       let body: unknown;
@@ -206,14 +239,10 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
       const stored = (await options.store.loadMessages(scope, incoming.chatId)) ?? [];
       const conversation = buildConversation(stored, incoming.message);
 
-      const imagePaths = conversation
-        .filter((message) => message.role === 'user')
-        .flatMap((message) => message.parts.filter(isFilePart))
-        .filter((part) => part.mediaType.startsWith('image/') || (!managed && part.mediaType === 'application/pdf'))
-        .map((part) => storagePathOf(part))
-        .filter((path): path is string => path !== undefined);
-      const urls = imagePaths.length > 0 ? await options.storage.resign({ request, userId }, imagePaths) : new Map();
-      let projected = projectForModel(conversation, { managed, urls });
+      let projected = await projectConversation(options.storage, { request, userId }, conversation, {
+        managed,
+        ...(options.inlineMediaTypes ? { inlineMediaTypes: options.inlineMediaTypes } : {}),
+      });
       if (options.transformMessages) projected = await options.transformMessages(projected, context);
       const modelMessages = await convertToModelMessages(projected, { ignoreIncompleteToolCalls: true });
 
@@ -256,38 +285,51 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
             stopWhen: stepCountIs(options.maxSteps ?? 8),
             // Conversations of every tenant share the operator's provider account: ask it not to keep them.
             providerOptions: { openai: { store: false } },
+            // The SDK's default prints the whole error, request body (the conversation) included.
+            onError: ({ error }) => report.failed(error),
           });
-          writer.merge(result.toUIMessageStream({ sendReasoning: false }).pipeThrough(relay.stage()));
+          writer.merge(
+            endOnInterruption(result.toUIMessageStream({ sendReasoning: false }).pipeThrough(relay.stage()), answer),
+          );
         },
         onError: (error) => {
-          options.onError?.(error, requestId);
-          return signal.aborted ? 'The answer was stopped.' : 'The assistant could not answer. Please try again.';
+          if (!isErrorChunkEcho(error)) report.failed(error);
+          return failureText(answer.interruption);
         },
-        onFinish: async ({ messages }) => {
+        onFinish: async (event) => {
+          const settled = settleAnswer(event, answer.interruption);
           try {
-            await options.store.saveMessages(scope, incoming.chatId, messages.map(canonicalizeFileParts));
+            await options.store.saveMessages(scope, incoming.chatId, settled.messages.map(canonicalizeFileParts));
           } catch (error) {
             options.onError?.(error, requestId);
           } finally {
+            report.interrupted(settled.interrupted);
             await finish();
           }
         },
       });
-      return createUIMessageStreamResponse({
+      const response = createUIMessageStreamResponse({
         stream,
         headers: { 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', ...corsHeaders(request) },
         // Keep reading when the client leaves, so the answer so far is saved and connections close.
         consumeSseStream: ({ stream: copy }) => consumeStream({ stream: copy }),
       });
+      return watchResponseReader(response, answer.disconnect);
     } catch (error) {
       await finish();
-      return fail(request, signal.aborted && signal.reason instanceof ServiceError ? signal.reason : error, requestId);
+      report.interrupted(answer.interruption);
+      const cause = signal.aborted && signal.reason instanceof ServiceError ? signal.reason : error;
+      return fail(request, cause, requestId, answer.interruption === undefined);
     }
   };
 
   return {
     POST: chat,
     GET: async (request) => {
+      const url = new URL(request.url);
+      // A history request names its chat in the query; useChat's resume request never does.
+      const resumable = url.searchParams.has('chatId') ? undefined : RESUME_PATH.exec(url.pathname)?.[1];
+      if (resumable !== undefined) return resume(request, resumable);
       try {
         return await history(request, chatIdFrom(request));
       } catch (error) {
@@ -317,6 +359,7 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
     },
     history,
     remove,
+    resume,
   };
 }
 

@@ -3,7 +3,7 @@ import type { FileUIPart, UIMessage } from 'ai';
 /**
  * A file part as Mordn persists and returns it: the AI SDK's part plus the canonical `filename`,
  * `size` and `storagePath` at top level. History re-signs `url` from `storagePath`; a file whose
- * reference is gone comes back `unavailable` with no URL at all.
+ * reference is gone comes back `unavailable` with an empty URL (never an old one).
  */
 export type StoredFilePart = Omit<FileUIPart, 'url'> & {
   url?: string;

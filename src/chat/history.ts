@@ -4,7 +4,9 @@ import type { AttachmentOwner, AttachmentStorage } from './types.js';
 
 /**
  * A chat's messages with every file reference re-signed in one batch: a fresh URL where the file
- * still exists and is the user's, or `unavailable: true` and no URL at all (never an old link).
+ * still exists and is the user's, or `unavailable: true` with `url: ''` (never an old link). The
+ * empty URL keeps every part a valid SDK v6 file part, so the history passes the AI SDK's own
+ * `safeValidateUIMessages` as it comes.
  */
 export async function resignedHistory(
   storage: AttachmentStorage,
@@ -20,7 +22,7 @@ export async function resignedHistory(
       const storagePath = storagePathOf(part);
       const url = storagePath ? urls.get(storagePath) : undefined;
       const { url: _stale, ...rest } = part as StoredFilePart;
-      const fresh: StoredFilePart = url ? { ...rest, url } : { ...rest, unavailable: true };
+      const fresh: StoredFilePart = url ? { ...rest, url } : { ...rest, url: '', unavailable: true };
       return fresh as UIMessage['parts'][number];
     }),
   }));

@@ -61,10 +61,27 @@ export interface AttachmentOwner {
   readonly userId: string;
 }
 
+/** One of the user's stored files as its registry records it; the bytes are read only on demand. */
+export interface StoredAttachment {
+  /** The canonical media type, decided from the bytes when the file was stored (never a client's claim). */
+  readonly mediaType: string;
+  readonly filename: string;
+  readonly size: number;
+  /** The stored bytes (exactly `size` of them). */
+  read(): Promise<Uint8Array>;
+}
+
 /** Signed links for stored files (uploads and artifacts), by storage path. */
 export interface AttachmentStorage {
   /** Fresh URLs for the paths the user owns; missing, revoked and unowned map to `undefined`. */
   resign(owner: AttachmentOwner, storagePaths: readonly string[]): Promise<Map<string, string | undefined>>;
   /** Deletes files; throws when storage refuses (the caller keeps its records for a retry). */
   delete(owner: AttachmentOwner, storagePaths: readonly string[]): Promise<void>;
+  /**
+   * The records of the paths the user owns (missing, revoked and unowned are absent). The chat
+   * sends images (and, without sandboxes, PDFs) to the model as these bytes, never as a URL, and
+   * decides what is an image from the record's media type. Without it, every file reaches the
+   * model only as a descriptor.
+   */
+  find?(owner: AttachmentOwner, storagePaths: readonly string[]): Promise<Map<string, StoredAttachment>>;
 }

@@ -11,6 +11,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
+import { ensurePrivateFile, tightenPermissions } from '../private-files.js';
 import { migrationProvider } from './migrations/index.js';
 import type { DatabaseSchema } from './schema.js';
 
@@ -61,8 +62,25 @@ function withStatementCache(database: SqliteDatabase.Database): KyselySqliteData
   };
 }
 
+/** SQLite's files for a database: the database itself, then its WAL, shared-memory and journal files. */
+export function sqliteFiles(file: string): string[] {
+  return [file, `${file}-wal`, `${file}-shm`, `${file}-journal`];
+}
+
+/**
+ * The database and everything SQLite keeps beside it are the service's alone (0600). The database
+ * file is created private before SQLite opens it, because SQLite gives the WAL and shared-memory
+ * files it creates later the database file's own mode.
+ */
+function makeSqliteFilesPrivate(file: string): void {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const [database, ...companions] = sqliteFiles(file);
+  ensurePrivateFile(database as string);
+  for (const companion of companions) tightenPermissions(companion);
+}
+
 function createSqliteDialect(file: string): SqliteDialect {
-  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  if (file !== ':memory:') makeSqliteFilesPrivate(file);
   const database = new SqliteDatabase(file);
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');

@@ -12,6 +12,7 @@ export {
   createChatHandler,
   RESERVED_TOOL_NAMES,
 } from '../chat/create-chat-handler.js';
+export type { InterruptionReason, MordnMessageMetadata } from '../chat/interrupted-message.js';
 export type { RemoteMcpServer } from '../chat/remote-mcp-tools.js';
 export type {
   AttachmentOwner,
@@ -22,5 +23,6 @@ export type {
   ChatStore,
   ManagedSandboxIntegration,
   SandboxAvailability,
+  StoredAttachment,
 } from '../chat/types.js';
 export { type ErrorCode, ServiceError } from '../errors.js';

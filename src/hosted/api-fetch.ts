@@ -39,7 +39,7 @@ export function effectiveTimeout(timeoutMs?: number): number {
 function normalisedOrigin(origin: string): string {
   const url = new URL(origin);
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== origin.replace(/\/$/, '')) {
-    throw new TypeError(`createApiFetch needs a bare http(s) origin (got "${origin}").`);
+    throw new TypeError(`The API transport needs a bare http(s) origin (got "${origin}").`);
   }
   return url.origin;
 }
@@ -52,25 +52,37 @@ function statelessPattern(pattern: RegExp): RegExp {
   return new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
 }
 
+/** Where an origin-bound fetch may go and the bounds of one exchange, given exactly (no ceiling of its own). */
+export interface OriginFetchOptions {
+  /** The only origin requests may go to, as returned by `resolveApiOrigin`. */
+  origin: string;
+  /** Paths requests may go to; each must be anchored with `^`. */
+  allowedPaths: readonly RegExp[];
+  /** Response body limit in bytes (a positive number). */
+  maxResponseBytes: number;
+  /** Deadline for a whole exchange, body included, in milliseconds (a positive number). */
+  timeoutMs: number;
+  /** Connection pool to use instead of a private undici `Agent`. */
+  dispatcher?: Dispatcher;
+}
+
 /**
- * A fetch for talking to the Mordn API with an agent key, safe to hand to `@ai-sdk/mcp`'s HTTP
- * transport. Because the key must never leave for anywhere else, it refuses (with a `TypeError`,
- * before any network I/O) URLs outside `origin` or whose path matches none of `allowedPaths`, and
- * never follows redirects (a 3xx is an error). Every exchange is bounded: the deadline covers the
- * body as well, the caller's `signal` aborts it, and the body (SSE streams included) errors past
- * `maxResponseBytes` and closes the connection. It sends no cookies; request headers pass as given.
- *
- * @example
- * const origin = resolveApiOrigin({ selfBaseUrl: 'http://127.0.0.1:3000' });
- * const apiFetch = createApiFetch({ origin, allowedPaths: [/^\/v1\/sandbox\/mcp$/] });
- * await apiFetch(`${origin}/v1/sandbox/mcp`, { method: 'POST', headers, body }); // allowed
- * await apiFetch(`${origin}/v1/admin/tenants`); // TypeError, nothing sent
+ * A fetch confined to one origin and a set of paths, with exactly the bounds given: the
+ * transport of `createApiFetch` without its sandbox-call ceilings. `createMordnHandler` uses it
+ * for chat streams, whose bounds are the handler's own (`streamTimeoutMs` and its stream
+ * ceiling), not the 1 MiB / 120 s of one sandbox call. Refusals, redirects and the body limit
+ * behave as described for `createApiFetch`.
  */
-export function createApiFetch(options: ApiFetchOptions): typeof fetch {
+export function createOriginFetch(options: OriginFetchOptions): typeof fetch {
   const origin = normalisedOrigin(options.origin);
   const allowedPaths = options.allowedPaths.map(statelessPattern);
-  const maxResponseBytes = positiveOr(options.maxResponseBytes, MAX_API_RESPONSE_BYTES, MAX_API_RESPONSE_BYTES);
-  const timeoutMs = effectiveTimeout(options.timeoutMs);
+  for (const [name, value] of [
+    ['maxResponseBytes', options.maxResponseBytes],
+    ['timeoutMs', options.timeoutMs],
+  ] as const) {
+    if (!Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number (got ${value}).`);
+  }
+  const { maxResponseBytes, timeoutMs } = options;
   const dispatcher = options.dispatcher ?? new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
   return async (input, init) => {
     const request = splitFetchArguments(input, init);
@@ -86,4 +98,27 @@ export function createApiFetch(options: ApiFetchOptions): typeof fetch {
     const exchange = startExchange(timeoutMs, request.init.signal);
     return fetchWithinExchange(exchange, request.url, request.init, { dispatcher, maxResponseBytes });
   };
+}
+
+/**
+ * A fetch for talking to the Mordn API with an agent key, safe to hand to `@ai-sdk/mcp`'s HTTP
+ * transport. Because the key must never leave for anywhere else, it refuses (with a `TypeError`,
+ * before any network I/O) URLs outside `origin` or whose path matches none of `allowedPaths`, and
+ * never follows redirects (a 3xx is an error). Every exchange is bounded: the deadline covers the
+ * body as well, the caller's `signal` aborts it, and the body (SSE streams included) errors past
+ * `maxResponseBytes` and closes the connection. Both bounds are those of one sandbox call and
+ * can only be lowered. It sends no cookies; request headers pass as given.
+ *
+ * @example
+ * const origin = resolveApiOrigin({ selfBaseUrl: 'http://127.0.0.1:3000' });
+ * const apiFetch = createApiFetch({ origin, allowedPaths: [/^\/v1\/sandbox\/mcp$/] });
+ * await apiFetch(`${origin}/v1/sandbox/mcp`, { method: 'POST', headers, body }); // allowed
+ * await apiFetch(`${origin}/v1/admin/tenants`); // TypeError, nothing sent
+ */
+export function createApiFetch(options: ApiFetchOptions): typeof fetch {
+  return createOriginFetch({
+    ...options,
+    maxResponseBytes: positiveOr(options.maxResponseBytes, MAX_API_RESPONSE_BYTES, MAX_API_RESPONSE_BYTES),
+    timeoutMs: effectiveTimeout(options.timeoutMs),
+  });
 }

@@ -2,7 +2,7 @@ import { createMCPClient } from '@ai-sdk/mcp';
 import type { Tool, ToolSet } from 'ai';
 import { z } from 'zod';
 import { isSandboxEnabled } from '../agents/config-schema.js';
-import { isAnonymousUserId } from '../auth/user-id.js';
+import { isAnonymousUserId, rejectAnonymousUser } from '../auth/user-id.js';
 import { type ArtifactCarrier, mintArtifactCarrier, type PublishedFile } from '../chat/artifact-carrier.js';
 import type { BuiltTools, ChatRequestContext, ManagedSandboxIntegration, SandboxAvailability } from '../chat/types.js';
 import { ALL_UPLOAD_TYPES, MANAGED_UPLOAD_MAX_BYTES } from '../uploads/media-types.js';
@@ -19,7 +19,12 @@ export interface HostedOptions {
    * runtime calling the API in the same place. Server configuration only — never from a request.
    */
   selfBaseUrl?: string;
-  /** Logs why a publish produced no download (never secrets). */
+  /**
+   * Sent as `X-Request-Id` with every API request, so the API's log lines of these sandbox calls
+   * (which gate leg was closed, say) carry the id of the request they serve.
+   */
+  requestId?: string;
+  /** Logs why a publish produced no download, or why the status could not be read (never secrets). */
   onWarning?(message: string): void;
 }
 
@@ -37,10 +42,24 @@ const PublishResult = z.object({
     size: z.number().int().min(0).max(MANAGED_UPLOAD_MAX_BYTES),
   }),
 });
+/** A fresh download link: absolute http(s), nothing a browser would run or resolve elsewhere. */
+const DownloadUrl = z
+  .string()
+  .min(1)
+  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), 'is not an http(s) URL');
+/**
+ * The signer's answer: `{ url }`, or `{ url, file }` with the registry's canonical record. Both
+ * are accepted; a richer record, when present, must describe the very file asked for.
+ */
 const SignerAnswer = z.object({
-  url: z.string().min(1),
-  file: PublishResult.shape.file.omit({ url: true }).extend({ url: z.string().min(1) }),
+  url: DownloadUrl,
+  file: PublishResult.shape.file.omit({ url: true }).extend({ url: DownloadUrl }).optional(),
 });
+const StatusAnswer = z.object({ enabled: z.boolean(), available: z.boolean() });
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : 'unknown error';
+}
 
 function structuredContentOf(result: unknown): unknown {
   if (typeof result !== 'object' || result === null) return undefined;
@@ -71,26 +90,39 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
   const headersFor = (context: ChatRequestContext) => ({
     Authorization: `Bearer ${options.apiKey}`,
     'X-Chat-User': context.userId,
+    ...(options.requestId === undefined ? {} : { 'X-Request-Id': options.requestId }),
   });
   const boundFetch =
     (signal: AbortSignal): typeof fetch =>
     (input, init) =>
       apiFetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
 
+  /**
+   * Resolves a live publish result through the API's signer, for this user. The signer's own
+   * record wins when it sends one; a signer answering `{ url }` alone vouches for the file the
+   * trusted publish result described. Anything else (an error status, a malformed answer, a
+   * record of another file) throws: no download.
+   */
   const resign = async (
     context: ChatRequestContext,
-    storagePath: string,
+    published: PublishedFile,
     signal: AbortSignal,
   ): Promise<PublishedFile> => {
     const response = await boundFetch(signal)(`${origin}/v1/uploads/resign`, {
       method: 'POST',
       headers: { ...headersFor(context), 'Content-Type': 'application/json' },
-      body: JSON.stringify({ storagePath }),
+      body: JSON.stringify({ storagePath: published.storagePath }),
     });
-    if (!response.ok) throw new Error(`the signer answered ${response.status}`);
-    const answer = SignerAnswer.parse(await response.json());
-    if (answer.file.storagePath !== storagePath) throw new Error('the signer described another file');
-    return { ...answer.file, url: answer.url };
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new Error(`the signer answered ${response.status}`);
+    }
+    const answer = SignerAnswer.safeParse(await response.json().catch(() => undefined));
+    if (!answer.success) throw new Error('the signer answered something other than a download link');
+    const record = answer.data.file ?? published;
+    if (record.storagePath !== published.storagePath) throw new Error('the signer described another file');
+    const { storagePath, filename, mediaType, size } = record;
+    return { storagePath, filename, mediaType, size, url: answer.data.url };
   };
 
   const withArtifacts = (
@@ -109,12 +141,10 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
         if (!parsed.success) return result;
         try {
           // Values for the download come from the signer's record, not from the tool result.
-          const file = await resign(context, parsed.data.file.storagePath, signal);
+          const file = await resign(context, parsed.data.file, signal);
           onArtifact(mintArtifactCarrier(callOptions.toolCallId, file));
         } catch (error) {
-          options.onWarning?.(
-            `A published file produced no download: ${error instanceof Error ? error.message : 'unknown error'}.`,
-          );
+          options.onWarning?.(`A published file produced no download: ${messageOf(error)}.`);
         }
         return result;
       },
@@ -127,19 +157,32 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
     async status(context): Promise<SandboxAvailability> {
       const enabled = isSandboxEnabled(context.config);
       if (!enabled || isAnonymousUserId(context.userId)) return { enabled, available: false };
-      const response = await boundFetch(context.abortSignal ?? new AbortController().signal)(
-        `${origin}/v1/sandbox/status`,
-        { headers: headersFor(context) },
-      );
-      if (!response.ok) return { enabled, available: false };
-      const status = z.object({ enabled: z.boolean(), available: z.boolean() }).parse(await response.json());
-      return { enabled: status.enabled, available: status.enabled && status.available };
+      const signal = context.abortSignal ?? new AbortController().signal;
+      // An outage of the status route (no answer, an error status, a body of another shape) means
+      // "unavailable now", never a failed request: the caller answers with its safe copy.
+      const unavailable = (why: string): SandboxAvailability => {
+        options.onWarning?.(`The managed sandbox status could not be read: ${why}.`);
+        return { enabled, available: false };
+      };
+      try {
+        const response = await boundFetch(signal)(`${origin}/v1/sandbox/status`, { headers: headersFor(context) });
+        if (!response.ok) {
+          await response.body?.cancel().catch(() => undefined);
+          return unavailable(`the API answered ${response.status}`);
+        }
+        const status = StatusAnswer.safeParse(await response.json().catch(() => undefined));
+        if (!status.success) return unavailable('the API answered something other than a status');
+        return { enabled: status.data.enabled, available: status.data.enabled && status.data.available };
+      } catch (error) {
+        // A request given up (client gone, deadline passed) is reported as such by the caller.
+        if (signal.aborted) throw error;
+        return unavailable(messageOf(error));
+      }
     },
 
     async buildTools(context, { abortSignal, onArtifact }): Promise<BuiltTools> {
-      if (isAnonymousUserId(context.userId)) {
-        throw new Error('Managed sandboxes require a verified, signed-in user.');
-      }
+      // 403 ANONYMOUS_USER, as the API itself answers, for `anon:` in any letter case.
+      rejectAnonymousUser(context.userId);
       const client = await createMCPClient({
         transport: {
           type: 'http',

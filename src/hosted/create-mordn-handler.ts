@@ -1,8 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../errors.js';
 import { normalizeError, problemResponse } from '../http/problem.js';
-import { createApiFetch } from './api-fetch.js';
+import { positiveOr } from '../net/bounded-response.js';
+import { createOriginFetch } from './api-fetch.js';
 import { resolveApiOrigin } from './api-origin.js';
+import {
+  DEFAULT_STREAM_TIMEOUT_MS,
+  MAX_STREAM_TIMEOUT_MS,
+  MIN_STREAM_TIMEOUT_MS,
+  SANDBOXES_OFF_HEADER,
+  STREAM_TIMEOUT_HEADER,
+} from './proxy-headers.js';
 
 export interface MordnHandlerOptions {
   /** The agent API key; it stays on the server. */
@@ -13,8 +21,13 @@ export interface MordnHandlerOptions {
   baseUrl?: string;
   /** A literal loopback origin for a runtime next to the API (see `createHostedSandboxes`). */
   selfBaseUrl?: string;
-  /** Deadline of one answer, passed through to the API (default 5 minutes). */
+  /**
+   * Deadline of one answer (default 5 minutes, at most 30): the API ends its run there itself,
+   * and this handler stops streaming shortly after.
+   */
   streamTimeoutMs?: number;
+  /** The most bytes one answer stream may carry before it is cut off (default 64 MiB). */
+  maxStreamBytes?: number;
   /** `false` turns managed sandboxes off for this handler, whatever the agent's config says. */
   sandboxes?: false;
 }
@@ -26,11 +39,12 @@ export interface MordnHandler {
   OPTIONS(request: Request): Promise<Response>;
 }
 
-const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
 const MAX_CHAT_REQUEST_BYTES = 1024 * 1024;
 const MAX_UPLOAD_BYTES = 10 * 1024 * 1024 + 64 * 1024;
-/** A long answer with tool output can pass 1 MiB; it is still bounded. */
-const MAX_STREAM_BYTES = 64 * 1024 * 1024;
+/** A long answer with tool output can pass 1 MiB by far; it is still bounded. */
+const DEFAULT_MAX_STREAM_BYTES = 64 * 1024 * 1024;
+/** The API ends a run at the deadline itself; this much later the handler gives up on it too. */
+const DEADLINE_GRACE_MS = 10_000;
 const PASSED_HEADERS = [
   'content-type',
   'cache-control',
@@ -47,7 +61,8 @@ const PASSED_HEADERS = [
  * - `POST` with JSON: a chat turn (useChat's default body); the UI message stream is passed
  *   through as it arrives, and a browser that goes away aborts the API request.
  * - `POST` with `multipart/form-data`: an upload (field `file`).
- * - `GET ?chatId=…`: the chat's history with fresh file URLs; `GET ?bootstrap`: widget features.
+ * - `GET ?chatId=…`: the chat's history with fresh file URLs; `GET ?bootstrap`: widget features;
+ *   `GET …/:chatId/stream` (useChat's resume): 204, nothing to resume.
  * - `DELETE ?chatId=…`: delete the chat and its files.
  *
  * @example
@@ -61,19 +76,26 @@ export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
     ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
     ...(options.selfBaseUrl === undefined ? {} : { selfBaseUrl: options.selfBaseUrl }),
   });
-  const timeoutMs =
-    options.streamTimeoutMs && options.streamTimeoutMs > 0 ? options.streamTimeoutMs : DEFAULT_TIMEOUT_MS;
-  const apiFetch = createApiFetch({
+  const timeoutMs = streamDeadline(options.streamTimeoutMs);
+  // Chat streams are bounded by the handler's own deadline and ceiling, not by the 1 MiB / 120 s
+  // of a sandbox call: a long answer may pass both.
+  const apiFetch = createOriginFetch({
     origin,
-    allowedPaths: [/^\/v1\/chat$/, /^\/v1\/chats\/[^/]+$/, /^\/v1\/uploads$/, /^\/v1\/bootstrap$/],
-    maxResponseBytes: MAX_STREAM_BYTES,
-    timeoutMs,
+    allowedPaths: [
+      /^\/v1\/chat$/,
+      /^\/v1\/chat\/[^/]+\/stream$/,
+      /^\/v1\/chats\/[^/]+$/,
+      /^\/v1\/uploads$/,
+      /^\/v1\/bootstrap$/,
+    ],
+    maxResponseBytes: positiveOr(options.maxStreamBytes, DEFAULT_MAX_STREAM_BYTES),
+    timeoutMs: timeoutMs + DEADLINE_GRACE_MS,
   });
 
   const forward = async (
     request: Request,
     path: string,
-    init: { method: string; body?: RequestInit['body']; contentType?: string },
+    init: { method: string; body?: RequestInit['body']; contentType?: string; headers?: Record<string, string> },
   ): Promise<Response> => {
     const userId = await options.getUserId(request);
     if (!userId) throw new ServiceError('UNAUTHENTICATED', 'Sign in to chat.');
@@ -81,7 +103,8 @@ export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
       Authorization: `Bearer ${options.apiKey}`,
       'X-Chat-User': userId,
       ...(init.contentType ? { 'Content-Type': init.contentType } : {}),
-      ...(options.sandboxes === false ? { 'X-Mordn-Sandboxes': 'off' } : {}),
+      ...(options.sandboxes === false ? { [SANDBOXES_OFF_HEADER]: 'off' } : {}),
+      ...init.headers,
     };
     const upstream = await apiFetch(`${origin}${path}`, {
       method: init.method,
@@ -132,14 +155,39 @@ export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
         method: 'POST',
         body: request.body ?? '',
         contentType: 'application/json',
+        headers: { [STREAM_TIMEOUT_HEADER]: String(timeoutMs) },
       });
     }),
     GET: guarded(async (request) => {
       if (new URL(request.url).searchParams.has('bootstrap'))
         return forward(request, '/v1/bootstrap', { method: 'GET' });
+      // `useChat({ resume: true })` asks `${api}/${chatId}/stream`; the API's 204 passes through.
+      const url = new URL(request.url);
+      const resumable = url.searchParams.has('chatId') ? undefined : /\/([^/]+)\/stream\/?$/.exec(url.pathname)?.[1];
+      if (resumable !== undefined) return forward(request, resumePath(resumable), { method: 'GET' });
       return forward(request, chatPath(request), { method: 'GET' });
     }),
     DELETE: guarded(async (request) => forward(request, chatPath(request), { method: 'DELETE' })),
     OPTIONS: async () => new Response(null, { status: 204, headers: { Allow: 'GET, POST, DELETE, OPTIONS' } }),
   };
+}
+
+/** The API path for useChat's resume request of the chat whose (encoded) path segment is `segment`. */
+function resumePath(segment: string): string {
+  let chatId: string;
+  try {
+    chatId = decodeURIComponent(segment);
+  } catch {
+    chatId = '';
+  }
+  if (chatId === '' || chatId === '.' || chatId === '..') {
+    throw new ServiceError('VALIDATION_FAILED', 'The chat id in the stream path is not valid.');
+  }
+  return `/v1/chat/${encodeURIComponent(chatId)}/stream`;
+}
+
+/** The answer deadline to use and hand to the API: the option within the API's range, or the default. */
+function streamDeadline(streamTimeoutMs: number | undefined): number {
+  const chosen = positiveOr(streamTimeoutMs, DEFAULT_STREAM_TIMEOUT_MS);
+  return Math.min(Math.max(Math.ceil(chosen), MIN_STREAM_TIMEOUT_MS), MAX_STREAM_TIMEOUT_MS);
 }

@@ -14,5 +14,10 @@ export interface AppEnv {
     principal: AgentPrincipal;
     /** The stable code of the problem the request was answered with, for the access log line. */
     errorCode: ErrorCode;
+    /**
+     * Set by a route answering a client's capability probe (the MCP client's GET for an event
+     * stream): its access line is debug-level and it is counted apart from the request metrics.
+     */
+    probe: boolean;
   };
 }

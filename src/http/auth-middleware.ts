@@ -7,8 +7,11 @@ import type { DatabaseSchema } from '../db/schema.js';
 import type { AppEnv } from './app-env.js';
 
 /**
- * Every value of a request header, unmerged. Node's raw headers show a repeated header as two
- * entries; elsewhere the Fetch API has already joined them, and we see one value.
+ * Every value of a request header, unmerged and exactly as received. Node's raw headers show a
+ * repeated header as two entries (its parser has already dropped the spaces and tabs around each
+ * value, and nothing more is trimmed here: a trailing U+00A0 must stay visible to validation).
+ * Elsewhere (`app.request()`, other runtimes) the Fetch API has already joined repeats with
+ * `, `, and we see one value containing a comma.
  */
 export function headerValues(c: Parameters<MiddlewareHandler<AppEnv>>[0], name: string): string[] {
   const rawHeaders = c.env?.incoming?.rawHeaders;
@@ -16,7 +19,7 @@ export function headerValues(c: Parameters<MiddlewareHandler<AppEnv>>[0], name: 
     const lower = name.toLowerCase();
     const values: string[] = [];
     for (let index = 0; index < rawHeaders.length; index += 2) {
-      if (rawHeaders[index]?.toLowerCase() === lower) values.push((rawHeaders[index + 1] ?? '').trim());
+      if (rawHeaders[index]?.toLowerCase() === lower) values.push(rawHeaders[index + 1] ?? '');
     }
     return values;
   }

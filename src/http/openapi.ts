@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
-import { ServiceError } from '../errors.js';
+import { ERROR_STATUS, type ErrorCode, ServiceError } from '../errors.js';
 import { describeFieldErrors, toFieldErrors } from '../validation.js';
 import type { AppEnv } from './app-env.js';
 
@@ -9,7 +9,10 @@ export const ProblemSchema = z
     title: z.string().openapi({ example: 'Not Found' }),
     status: z.number().int().openapi({ example: 404 }),
     detail: z.string().openapi({ example: 'No such agent.' }),
-    code: z.string().openapi({ example: 'NOT_FOUND', description: 'Stable UPPER_SNAKE error code.' }),
+    code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]).openapi({
+      example: 'NOT_FOUND',
+      description: 'Stable UPPER_SNAKE error code (the README lists each with its status).',
+    }),
     requestId: z.string().openapi({ example: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' }),
     errors: z
       .array(z.object({ path: z.string(), message: z.string() }))
@@ -23,6 +26,8 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   401: 'Missing, malformed, unknown or revoked credentials.',
   403: 'The key lacks the permission, or the user may not use this operation.',
   404: 'Not found.',
+  405: 'The method is not served on this path (see `Allow`).',
+  408: 'The client stopped sending the request before it was complete.',
   409: 'Conflicts with the current state.',
   413: 'The request body exceeds its limit.',
   415: 'Unsupported request media type.',
@@ -57,7 +62,7 @@ export const UserHeaderSchema = z.object({
     .openapi({
       param: { name: 'x-chat-user', in: 'header', required: true },
       description:
-        'The verified end-user id (1–256 printable ASCII characters; `anon:` ids are refused on sandbox routes).',
+        'The verified end-user id, used exactly as sent: 1–256 printable ASCII characters, no commas, no leading or trailing spaces, sent once. `anon:` ids (any letter case) are refused on sandbox routes.',
       example: 'user_42',
     }),
 });

@@ -52,8 +52,10 @@ export function requestContext(logger: Logger, metrics: HttpMetrics): Middleware
       const status = c.finalized ? c.res.status : 500;
       const seconds = (performance.now() - started) / 1000;
       const route = routeLabel(c);
-      metrics.observeRequest(c.req.method, route, status, seconds);
-      logAccess(c, logger, { requestId, route, status, seconds });
+      const probe = c.get('probe') === true;
+      if (probe) metrics.observeProbe(c.req.method, route);
+      else metrics.observeRequest(c.req.method, route, status, seconds);
+      logAccess(c, logger, { requestId, route, status, seconds, probe });
     }
   };
 }
@@ -61,9 +63,9 @@ export function requestContext(logger: Logger, metrics: HttpMetrics): Middleware
 function logAccess(
   c: Context<AppEnv>,
   logger: Logger,
-  entry: { requestId: string; route: string; status: number; seconds: number },
+  entry: { requestId: string; route: string; status: number; seconds: number; probe: boolean },
 ): void {
-  const level = PROBE_PATHS.has(c.req.path) ? 'debug' : 'info';
+  const level = entry.probe || PROBE_PATHS.has(c.req.path) ? 'debug' : 'info';
   if (logger.isLevelEnabled(level)) {
     const code = c.get('errorCode');
     logger[level](

@@ -1,7 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import type { SandboxToolName } from '../config.js';
 import type { ToolDefinition } from '../sandbox/tools/definitions.js';
 
 export const SANDBOX_SERVER_INSTRUCTIONS = [
@@ -20,13 +19,21 @@ function sharedValidator(): AjvJsonSchemaValidator {
   return validator;
 }
 
+/** The `tools/call` parameters as sent: the name and arguments are checked by the handler, not here. */
+export interface ToolCallParameters {
+  name: string;
+  arguments?: Record<string, unknown> | undefined;
+}
+
 /**
  * A fresh MCP server for one stateless request, listing the curated tools (discovery is static:
- * listing them touches nothing) and sending every call to `handle`.
+ * listing them touches nothing) and sending every call to `handle`, which must answer every call
+ * itself, invalid ones included: the SDK's own argument check is bypassed, because it answers
+ * with free text of unbounded size and no stable code.
  */
 export function createSandboxMcpServer(
   definitions: readonly ToolDefinition[],
-  handle: (name: SandboxToolName, input: Record<string, unknown>, signal: AbortSignal) => Promise<CallToolResult>,
+  handle: (call: ToolCallParameters, signal: AbortSignal) => Promise<CallToolResult>,
 ): McpServer {
   const server = new McpServer(
     { name: 'mordn-sandbox', version: '1.0.0' },
@@ -45,18 +52,13 @@ export function createSandboxMcpServer(
         inputSchema: definition.inputSchema,
         annotations: definition.annotations,
       },
-      (input, extra) => handle(definition.name, input as Record<string, unknown>, extra.signal),
+      (input, extra) => handle({ name: definition.name, arguments: input as Record<string, unknown> }, extra.signal),
     );
   }
+  // Registering the tools installed the SDK's `tools/call` handler (it validates with its own
+  // messages); ours replaces it, so listing stays the SDK's and every call gets our answers.
+  server.server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    handle({ name: request.params.name, arguments: request.params.arguments }, extra.signal),
+  );
   return server;
-}
-
-/** A tool result carrying `value` as JSON text and structured content, scrubbed by `filter`. */
-export function toolResult(value: unknown, filter: (text: string) => string, isError = false): CallToolResult {
-  const text = filter(JSON.stringify(value));
-  return {
-    content: [{ type: 'text', text }],
-    structuredContent: JSON.parse(text) as Record<string, unknown>,
-    ...(isError ? { isError: true } : {}),
-  };
 }

@@ -11,6 +11,25 @@ export interface SandboxStatus {
   available: boolean;
 }
 
+/**
+ * The leg of the gate that kept it closed, for operators' logs (never sent to clients, whose
+ * status stays two booleans): the published config, the caller's own opt-out, the operator's
+ * switch or tenant list, an anonymous user, or the backend (not ready, or its check failed).
+ */
+export type SandboxGateLeg =
+  | 'published-config'
+  | 'integration-off'
+  | 'operator-switch'
+  | 'tenant-not-allowed'
+  | 'anonymous-user'
+  | 'backend-not-ready'
+  | 'backend-check-failed';
+
+/** The gate's answer: the public status, and which leg closed it when it is closed. */
+export interface SandboxGateResult extends SandboxStatus {
+  closedBy?: SandboxGateLeg;
+}
+
 export interface SandboxGateDependencies {
   operator: SandboxConfig;
   /**
@@ -25,25 +44,48 @@ export interface SandboxCaller {
   publishedConfig: AgentConfig;
   tenantId: string;
   userId: string;
+  /**
+   * The caller has no managed-sandbox integration for this request (`createMordnHandler`'s
+   * `sandboxes: false`, or a chat wired without one): uploads and hints keep the default policy.
+   */
+  integrationOff?: boolean;
+}
+
+/** The first leg, in order, that keeps the gate closed before the backend is asked; none when all hold (no backend counts as not ready). */
+function closedLeg(deps: SandboxGateDependencies, caller: SandboxCaller): SandboxGateLeg | undefined {
+  if (!isSandboxEnabled(caller.publishedConfig)) return 'published-config';
+  if (caller.integrationOff) return 'integration-off';
+  if (!deps.operator.enabled) return 'operator-switch';
+  if (deps.operator.allowedTenants !== undefined && !deps.operator.allowedTenants.includes(caller.tenantId)) {
+    return 'tenant-not-allowed';
+  }
+  if (isAnonymousUserId(caller.userId)) return 'anonymous-user';
+  if (!deps.isBackendReady) return 'backend-not-ready';
+  return undefined;
 }
 
 /**
  * The managed-sandbox gate, the one function behind every path that depends on it (status,
  * upload policy, bootstrap hints, every tool call). Open only when the published config enables
- * sandboxes, the operator switch is on, the tenant is allowed, the user is signed in (never
- * `anon:`) and the backend is ready. Evaluated afresh on every call.
+ * sandboxes, the caller has not opted out, the operator switch is on, the tenant is allowed, the
+ * user is signed in (never `anon:`) and the backend is ready. Evaluated afresh on every call;
+ * the backend is asked last, and a check that fails closes the gate rather than the request.
  */
 export async function evaluateSandboxGate(
   deps: SandboxGateDependencies,
   caller: SandboxCaller,
-): Promise<SandboxStatus> {
+): Promise<SandboxGateResult> {
   const enabled = isSandboxEnabled(caller.publishedConfig);
-  const allowedByOperator =
-    deps.operator.enabled &&
-    (deps.operator.allowedTenants === undefined || deps.operator.allowedTenants.includes(caller.tenantId)) &&
-    !isAnonymousUserId(caller.userId);
-  if (!enabled || !allowedByOperator || !deps.isBackendReady) return { enabled, available: false };
-  return { enabled, available: await deps.isBackendReady() };
+  const closedBy = closedLeg(deps, caller);
+  const isBackendReady = deps.isBackendReady;
+  if (closedBy || !isBackendReady) return { enabled, available: false, closedBy: closedBy ?? 'backend-not-ready' };
+  let ready: boolean;
+  try {
+    ready = await isBackendReady();
+  } catch {
+    return { enabled, available: false, closedBy: 'backend-check-failed' };
+  }
+  return ready ? { enabled, available: true } : { enabled, available: false, closedBy: 'backend-not-ready' };
 }
 
 /** The gate's dependencies as the app holds them. */

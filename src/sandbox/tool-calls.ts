@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import { getEffectiveConfig } from '../agents/agent-configs.js';
 import type { AgentPrincipal } from '../auth/permissions.js';
-import { type Config, SANDBOX_TOOL_NAMES, type SandboxToolName } from '../config.js';
+import type { Config, SandboxToolName } from '../config.js';
 import type { DatabaseSchema } from '../db/schema.js';
 import type { SandboxRuntime } from '../dependencies.js';
 import { ServiceError } from '../errors.js';
@@ -11,7 +11,7 @@ import type { FileStorage } from '../storage/file-storage.js';
 import { authorizeToolCall } from './execution-policy.js';
 import { evaluateSandboxGate, sandboxGateDependencies } from './gate.js';
 import { consumeRateLimit } from './rate-limit.js';
-import { sandboxToolDefinitions } from './tools/definitions.js';
+import { checkToolArguments } from './tools/check-arguments.js';
 import { dispatchSandboxTool } from './tools/dispatch.js';
 import { toToolError } from './tools/file-tools.js';
 import type { ToolContext, ToolErrorCode } from './tools/tool-context.js';
@@ -36,19 +36,22 @@ export type Refusal = { code: ToolErrorCode; message: string };
 
 export type Admission =
   | { kind: 'refused'; refusal: Refusal }
-  /** Unknown tool or invalid arguments: the MCP layer reports it; nothing is touched. */
-  | { kind: 'unchecked' }
-  | { kind: 'admitted'; tool: SandboxToolName; workspace: Workspace; runtime: SandboxRuntime; leaseId: string };
+  | {
+      kind: 'admitted';
+      tool: SandboxToolName;
+      /** The arguments as the tool's schema parsed them. */
+      input: Record<string, unknown>;
+      workspace: Workspace;
+      runtime: SandboxRuntime;
+      leaseId: string;
+    };
 
 const RATE_WINDOW_MS = 60_000;
 
-function isToolName(value: unknown): value is SandboxToolName {
-  return typeof value === 'string' && (SANDBOX_TOOL_NAMES as readonly string[]).includes(value);
-}
-
 /**
  * Decides whether a live `tools/call` may run, in order: the per-user rate limit (429), the full
- * managed-sandbox gate (published config, operator, tenant, user, backend), input validation, the
+ * managed-sandbox gate (published config, operator, tenant, user, backend), input validation (an
+ * unknown tool or invalid arguments are refused with a stable code, touching nothing), the
  * execution policy (allow-list, then the custom hook; fails closed), and a concurrency slot in
  * the caller's workspace (429). Only an admitted call provisions anything: the workspace record is
  * created here, lazily, by the first admitted call.
@@ -91,14 +94,12 @@ export async function admitToolCall(
     };
   }
 
-  if (!isToolName(params.name)) return { kind: 'unchecked' };
-  const definition = sandboxToolDefinitions(operator).find((candidate) => candidate.name === params.name);
-  const parsed = definition?.inputSchema.safeParse(params.arguments ?? {});
-  if (!parsed?.success) return { kind: 'unchecked' };
+  const checked = checkToolArguments(operator, params.name, params.arguments);
+  if (!checked.ok) return { kind: 'refused', refusal: checked.refusal };
 
   const decision = await authorizeToolCall(operator, runtime.authorize, {
-    tool: params.name,
-    input: parsed.data as Record<string, unknown>,
+    tool: checked.tool,
+    input: checked.input,
     principal,
   });
   if (!decision.allowed) return { kind: 'refused', refusal: { code: 'POLICY_DENIED', message: decision.reason } };
@@ -117,7 +118,7 @@ export async function admitToolCall(
       { headers: { 'Retry-After': '1' } },
     );
   }
-  return { kind: 'admitted', tool: params.name, workspace, runtime, leaseId };
+  return { kind: 'admitted', tool: checked.tool, input: checked.input, workspace, runtime, leaseId };
 }
 
 /** When this process last started measuring each workspace's usage. */
@@ -150,7 +151,6 @@ export async function runAdmittedCall(
   deps: SandboxCallDependencies,
   admission: Extract<Admission, { kind: 'admitted' }>,
   principal: AgentPrincipal,
-  input: Record<string, unknown>,
   call: { signal: AbortSignal; requestId: string },
 ): Promise<ToolOutcome> {
   const { runtime, workspace } = admission;
@@ -172,7 +172,7 @@ export async function runAdmittedCall(
       signal: call.signal,
     };
     try {
-      const result = await dispatchSandboxTool(context, admission.tool, input);
+      const result = await dispatchSandboxTool(context, admission.tool, admission.input);
       if (admission.tool === 'sandbox_exec') refreshUsageInBackground(deps, runtime, workspace.id);
       return { ok: true, result };
     } finally {

@@ -37,7 +37,8 @@ describe('attachmentDisposition', () => {
   it('never lets CR, LF or other control characters through', () => {
     const header = attachmentDisposition('a\r\nSet-Cookie: x=1\u0000\u007f\u0085.txt');
     expect(header).not.toMatch(/\p{Cc}/u);
-    expect(fallbackName(header)).toBe('a__Set-Cookie: x=1___.txt');
+    // CR LF is one character to a reader (one grapheme), so one `_`.
+    expect(fallbackName(header)).toBe('a_Set-Cookie: x=1___.txt');
     expect(extendedName(header)).toBe('a\r\nSet-Cookie: x=1\u0000\u007f\u0085.txt');
   });
 
@@ -58,6 +59,13 @@ describe('attachmentDisposition', () => {
     expect(extendedName(attachmentDisposition('📄 notes.md'))).toBe('📄 notes.md');
     expect(fallbackName(attachmentDisposition('📄 notes.md'))).toBe('_ notes.md');
     expect(extendedName(attachmentDisposition('a\uD800b\uDC00.txt'))).toBe('a\uFFFDb\uFFFD.txt');
+  });
+
+  it('falls back to one _ per character a reader sees, whatever its code points', () => {
+    expect(fallbackName(attachmentDisposition('报告.csv'))).toBe('__.csv');
+    expect(fallbackName(attachmentDisposition('👩\u200D💻 notes 👍🏽.md'))).toBe('_ notes _.md');
+    expect(fallbackName(attachmentDisposition('re\u0301sume\u0301.png'))).toBe('resume.png');
+    expect(extendedName(attachmentDisposition('👩\u200D💻 notes 👍🏽.md'))).toBe('👩\u200D💻 notes 👍🏽.md');
   });
 
   it('names an empty file name "download"', () => {

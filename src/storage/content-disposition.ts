@@ -14,15 +14,18 @@ export function wellFormedFilename(filename: string): string {
   return filename.replace(LONE_SURROGATE, '\uFFFD');
 }
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
 /**
  * The `filename` fallback for user agents without RFC 6266 `filename*` support: printable ASCII
- * only. Accents are dropped rather than replaced (`é` → `e`); quotes, backslashes and control
- * characters could break out of the quoted string and become `_`, as does `%`, which some user
- * agents percent-decode in this parameter.
+ * only. Accents are dropped rather than replaced (`é` → `e`); any other character that is not
+ * ASCII becomes one `_` per character as a reader sees it (`报告` → `__`, and an emoji sequence such
+ * as 👩‍💻 → `_`). Quotes, backslashes and control characters could break out of the quoted string
+ * and become `_`, as does `%`, which some user agents percent-decode in this parameter.
  */
 function asciiFallback(filename: string): string {
-  const fallback = Array.from(filename, (character) => {
-    const base = character.normalize('NFKD').replace(/[\u0300-\u036f]/g, '');
+  const fallback = Array.from(graphemes.segment(filename), ({ segment }) => {
+    const base = segment.normalize('NFKD').replace(/[\u0300-\u036f]/g, '');
     if (base === '') return '';
     return /^[\x20-\x7e]+$/.test(base) ? base.replace(/["\\%]/g, '_') : '_';
   }).join('');

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
 import { copyFile, link, mkdir, open, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { tightenPermissions } from '../private-files.js';
 import { syncDirectory } from './durable-file-writer.js';
 
 /** File name of the generated secret inside the data directory. */
@@ -57,19 +58,22 @@ async function publishOnce(temporary: string, file: string): Promise<void> {
 /**
  * The HMAC key for `fs` download URLs when the operator has not set `MORDN_SIGNING_SECRET`: read
  * from `<dataDir>/signing-secret`, or created there on first start (32 random bytes, base64url,
- * mode 0600). Creation writes a private temporary file and links it into place without ever
- * overwriting, so processes sharing a data directory agree on one secret even when they start
- * together, and a crash never leaves a half-written secret behind.
+ * mode 0600; an existing one readable by others is tightened to 0600). Creation writes a private
+ * temporary file and links it into place without ever overwriting, so processes sharing a data
+ * directory agree on one secret even when they start together, and a crash never leaves a
+ * half-written secret behind.
  *
  * @example
  * const signingSecret = config.signingSecret ?? (await loadOrCreateSigningSecret(config.dataDir));
  */
 export async function loadOrCreateSigningSecret(dataDir: string): Promise<string> {
   const file = path.join(dataDir, SIGNING_SECRET_FILE);
+  // A secret copied in or restored from a backup may have arrived readable by others.
+  tightenPermissions(file);
   const existing = await readSecret(file);
   if (existing !== undefined) return existing;
 
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const temporary = path.join(dataDir, `.${SIGNING_SECRET_FILE}.${randomUUID()}.tmp`);
   try {
     const handle = await open(temporary, 'wx', 0o600);

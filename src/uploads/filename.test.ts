@@ -34,6 +34,25 @@ describe('sanitizeFilename', () => {
     expect(sanitizeFilename('party 🎉 👍🏽.md')).toBe('party 🎉 👍🏽.md');
   });
 
+  it.each([
+    ['👩\u200D💻 notes.md'],
+    ['👨\u200D👩\u200D👧\u200D👦 family.png'],
+    ['🏳\uFE0F\u200D🌈 pride.png'],
+    ['résumé.png'],
+    ['报告.csv'],
+  ])('keeps %j exactly (emoji joined by zero-width joiners included)', (name) => {
+    expect(sanitizeFilename(name)).toBe(name);
+  });
+
+  it.each([
+    ['a\u200Db.txt', 'ab.txt'],
+    ['\u200D👩.txt', '👩.txt'],
+    ['👩\u200D\u200Db.txt', '👩b.txt'],
+    ['x\u200D\u0301.txt', 'x\u0301.txt'],
+  ])('drops a zero-width joiner that joins no emoji: %j → %j', (input, expected) => {
+    expect(sanitizeFilename(input)).toBe(expected);
+  });
+
   it('uses the fallback when nothing is left, and never returns . or ..', () => {
     expect(sanitizeFilename('...', 'upload')).toBe('upload');
     expect(sanitizeFilename('..', '..')).toBe('file');

@@ -7,7 +7,8 @@ const encoder = new TextEncoder();
 /**
  * Characters that are dropped outright: C0 and C1 controls and DEL (header and log injection),
  * bidirectional controls (a name that reads `invoice‮fdp.exe` but is `invoiceexe.pdf`) and
- * zero-width characters (names that look identical but differ).
+ * zero-width characters (names that look identical but differ), except the joiner inside an
+ * emoji sequence (see `isKept`).
  */
 function isDropped(codePoint: number): boolean {
   return (
@@ -53,12 +54,28 @@ function capLength(name: string): string {
   return stem === '' ? '' : `${stem}${extension}`;
 }
 
+const ZERO_WIDTH_JOINER = '\u200D';
+
+const PICTOGRAPHIC = /^\p{Extended_Pictographic}$/u;
+
+/**
+ * Whether the character at `index` of a grapheme survives. A zero-width joiner is kept only where
+ * it joins an emoji sequence (👩‍💻 is 👩 ZWJ 💻): a pictograph after it within the same grapheme,
+ * which the segmenter allows only after a pictograph. Anywhere else it is invisible padding and
+ * goes like the other zero-width characters.
+ */
+function isKept(characters: string[], index: number): boolean {
+  const character = characters[index] ?? '';
+  if (character === ZERO_WIDTH_JOINER) return PICTOGRAPHIC.test(characters[index + 1] ?? '');
+  return !isDropped(character.codePointAt(0) ?? 0) && !RESERVED_CHARACTERS.has(character);
+}
+
 function clean(input: string): string {
   const lastSegment = input.split(/[/\\]/).pop() ?? '';
   let kept = '';
-  for (const character of lastSegment.normalize('NFC')) {
-    const codePoint = character.codePointAt(0) ?? 0;
-    if (!isDropped(codePoint) && !RESERVED_CHARACTERS.has(character)) kept += character;
+  for (const { segment } of graphemes.segment(lastSegment.normalize('NFC'))) {
+    const characters = Array.from(segment);
+    kept += characters.filter((_character, index) => isKept(characters, index)).join('');
   }
   return capLength(trimSpacesAndDots(kept.replace(/\s+/g, ' ')));
 }

@@ -1,7 +1,5 @@
 import { copyFile, stat } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Inspection, inspectFile, type ZipLimits } from './inspect.js';
-import { DOCX, PPTX, XLSX } from './media-types.js';
 import {
   createFixtureDirectory,
   type FixtureDirectory,
@@ -11,7 +9,10 @@ import {
   RELATIONSHIP_TYPES,
   writeZip,
   type ZipContent,
-} from './test-fixtures.js';
+} from '../../test/support/upload-samples.js';
+import { inspectFile, type ZipLimits } from './inspect.js';
+import type { Inspection } from './inspection.js';
+import { DOCX, PPTX, XLSX } from './media-types.js';
 
 const MiB = 1024 * 1024;
 const MACRO_DOCX = 'application/vnd.ms-word.document.macroEnabled.12';

@@ -2,7 +2,7 @@ import { XMLParser } from 'fast-xml-parser';
 import type { Entry, ZipFile } from 'yauzl';
 import yauzl from 'yauzl';
 import { z } from 'zod';
-import type { Inspection } from './inspect.js';
+import { type Inspection, refuse } from './inspection.js';
 import { DOCX, PPTX, XLSX } from './media-types.js';
 
 /**
@@ -104,10 +104,6 @@ class Refusal extends Error {}
 
 function formatSize(bytes: number): string {
   return bytes % MiB === 0 ? `${bytes / MiB} MiB` : `${bytes} bytes`;
-}
-
-function refuse(detectedType: string, reason: string): Inspection {
-  return { accepted: false, detectedType, reason };
 }
 
 function isFileSystemError(error: unknown): boolean {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Inspection, inspectFile } from './inspect.js';
-import { createFixtureDirectory, type FixtureDirectory } from './test-fixtures.js';
+import { createFixtureDirectory, type FixtureDirectory } from '../../test/support/upload-samples.js';
+import { inspectFile } from './inspect.js';
+import type { Inspection } from './inspection.js';
 
 let fixtures: FixtureDirectory;
 

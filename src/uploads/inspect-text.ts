@@ -1,5 +1,5 @@
 import { open } from 'node:fs/promises';
-import type { Inspection } from './inspect.js';
+import { type Inspection, refuse } from './inspection.js';
 import { MANAGED_UPLOAD_MAX_BYTES, TEXT_EXTENSIONS } from './media-types.js';
 
 /** The detected type of bytes that are neither a recognised format nor text. */
@@ -10,8 +10,12 @@ const MAX_TEXT_BYTES = MANAGED_UPLOAD_MAX_BYTES;
 const MAX_JSON_DEPTH = 64;
 const SNIFF_WINDOW = 64 * 1024;
 
-/** Tags that make a browser (or anything that sniffs) treat the text as an HTML document. */
-const HTML_TAGS = [
+/**
+ * First elements that make a text an HTML document. Elements Markdown itself often opens with
+ * (`<p align="center">`, `<div>`, `<img>`) are deliberately absent: a README may start that way, and
+ * no download is rendered (attachments, `nosniff`, a sandboxing CSP). The README lists these tags.
+ */
+export const HTML_TAGS: readonly string[] = [
   'html',
   'head',
   'body',
@@ -63,10 +67,6 @@ const MARKUP_REASONS = new Map<string, string>([
   ['image/svg+xml', 'SVG images are not accepted (they can carry scripts)'],
   ['application/xml', 'XML documents are not accepted'],
 ]);
-
-function refuse(detectedType: string, reason: string): Inspection {
-  return { accepted: false, detectedType, reason };
-}
 
 async function readExactly(filePath: string, size: number): Promise<Buffer> {
   const handle = await open(filePath, 'r');
@@ -189,7 +189,8 @@ function isJson(text: string): boolean {
 
 /**
  * Inspects bytes that no binary signature matched as text: they must be UTF-8 (a BOM is fine)
- * without NUL bytes, and must not be HTML, SVG, XML or a script, whatever the name says. The name
+ * without NUL bytes, and must not open as HTML, SVG, XML or a script, whatever the name says
+ * (only the start is checked, see `sniffMarkup`: markup further in is text like any other). The name
  * then picks the text type from `TEXT_EXTENSIONS` (the bytes cannot tell CSV from plain text);
  * a name outside that map is refused. JSON must parse and nest at most 64 levels deep.
  *

@@ -1,7 +1,5 @@
 import { stat } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Inspection, inspectFile } from './inspect.js';
-import { DOCX, PPTX, XLSX } from './media-types.js';
 import {
   compoundFileBytes,
   createFixtureDirectory,
@@ -15,7 +13,10 @@ import {
   webpBytes,
   writeZip,
   type ZipContent,
-} from './test-fixtures.js';
+} from '../../test/support/upload-samples.js';
+import { inspectFile } from './inspect.js';
+import type { Inspection } from './inspection.js';
+import { DOCX, PPTX, XLSX } from './media-types.js';
 
 let fixtures: FixtureDirectory;
 

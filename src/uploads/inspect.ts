@@ -2,18 +2,10 @@ import { open } from 'node:fs/promises';
 import { type FileTypeResult, fileTypeFromFile } from 'file-type';
 import { inspectOoxml, type ZipLimits } from './inspect-ooxml.js';
 import { inspectText, UNKNOWN_BINARY } from './inspect-text.js';
+import { type Inspection, refuse } from './inspection.js';
 import type { UploadMediaType } from './media-types.js';
 
 export type { ZipLimits } from './inspect-ooxml.js';
-
-/**
- * The verdict on a file's bytes: the one canonical type it is, or why it is refused.
- * `detectedType` is the best MIME description of what the bytes are and `reason` a short
- * sentence fit to show to API callers (it never names paths or internals).
- */
-export type Inspection =
-  | { accepted: true; mediaType: UploadMediaType }
-  | { accepted: false; detectedType: string; reason: string };
 
 export interface InspectOptions {
   /** The sanitised client file name: it only picks among text types, never overrides the bytes. */
@@ -46,10 +38,6 @@ const EXECUTABLES = new Set([
   ...['exe', 'elf', 'macho', 'class', 'wasm', 'swf', 'lnk'],
   ...['apk', 'jar', 'crx', 'xpi', 'deb', 'rpm', 'dmg'],
 ]);
-
-function refuse(detectedType: string, reason: string): Inspection {
-  return { accepted: false, detectedType, reason };
-}
 
 async function readRange(filePath: string, position: number, length: number): Promise<Buffer> {
   const handle = await open(filePath, 'r');

@@ -1,34 +1,23 @@
+import type { TEXT_TYPES } from '../media-types.js';
+
 /**
- * The media types Mordn accepts as uploads and publishes as artifacts, by canonical MIME type.
- * Everything else (legacy Office, macro-enabled Office, HTML, SVG, scripts, archives…) is refused.
+ * The upload path's view of the media-type table. The table itself lives in `src/media-types.ts`
+ * (below the configuration, which narrows it); it is re-exported here for the upload modules.
  */
-export const DEFAULT_UPLOAD_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'application/pdf'] as const;
-
-export const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
-export const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
-export const PPTX = 'application/vnd.openxmlformats-officedocument.presentationml.presentation';
-
-export const OOXML_TYPES = [DOCX, XLSX, PPTX] as const;
-export const TEXT_TYPES = [
-  'text/plain',
-  'text/markdown',
-  'text/csv',
-  'text/tab-separated-values',
-  'application/json',
-] as const;
-
-/** Added to the default set only while the caller's managed-sandbox gate is open. */
-export const MANAGED_UPLOAD_TYPES = ['application/pdf', ...OOXML_TYPES, ...TEXT_TYPES] as const;
-
-export type UploadMediaType = (typeof DEFAULT_UPLOAD_TYPES)[number] | (typeof MANAGED_UPLOAD_TYPES)[number];
-
-export const ALL_UPLOAD_TYPES: readonly UploadMediaType[] = [
-  ...new Set<UploadMediaType>([...DEFAULT_UPLOAD_TYPES, ...MANAGED_UPLOAD_TYPES]),
-];
-
-/** Byte ceilings before any operator or agent narrowing. */
-export const DEFAULT_UPLOAD_MAX_BYTES = 5 * 1024 * 1024;
-export const MANAGED_UPLOAD_MAX_BYTES = 10 * 1024 * 1024;
+export {
+  ALL_UPLOAD_TYPES,
+  DEFAULT_UPLOAD_MAX_BYTES,
+  DEFAULT_UPLOAD_TYPES,
+  DOCX,
+  isUploadMediaType,
+  MANAGED_UPLOAD_MAX_BYTES,
+  MANAGED_UPLOAD_TYPES,
+  OOXML_TYPES,
+  PPTX,
+  TEXT_TYPES,
+  type UploadMediaType,
+  XLSX,
+} from '../media-types.js';
 
 /** File name extensions that name each text type (the bytes say "UTF-8 text"; the name picks which). */
 export const TEXT_EXTENSIONS: Record<string, (typeof TEXT_TYPES)[number]> = {
@@ -42,7 +31,3 @@ export const TEXT_EXTENSIONS: Record<string, (typeof TEXT_TYPES)[number]> = {
   tab: 'text/tab-separated-values',
   json: 'application/json',
 };
-
-export function isUploadMediaType(value: string): value is UploadMediaType {
-  return (ALL_UPLOAD_TYPES as readonly string[]).includes(value);
-}

@@ -22,6 +22,8 @@ export interface UploadDependencies {
   storage: FileStorage;
   /** A private directory for bytes in transit (inside the data dir). */
   tempDir: string;
+  /** An upload whose body sends nothing for this long is abandoned (408), so a stalled client holds nothing. */
+  idleTimeoutMs: number;
   logger: Logger;
 }
 
@@ -54,6 +56,16 @@ const wrongField = (field: string | undefined) =>
 
 const interruptedUpload = () =>
   new ServiceError('REQUEST_INTERRUPTED', 'The upload ended before its body was complete.', UNREAD_BODY);
+
+const formatDuration = (milliseconds: number) =>
+  milliseconds % 1000 === 0 ? `${milliseconds / 1000} s` : `${milliseconds} ms`;
+
+const stalledUpload = (idleTimeoutMs: number) =>
+  new ServiceError(
+    'REQUEST_TIMEOUT',
+    `The upload sent nothing for ${formatDuration(idleTimeoutMs)} (the idle limit) and was abandoned; nothing was stored.`,
+    UNREAD_BODY,
+  );
 
 /** Counts bytes flowing through, failing as soon as the total passes `limit`. */
 class ByteCap extends Transform {
@@ -112,6 +124,9 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
   try {
     parser = Busboy({
       headers: { 'content-type': upload.contentType ?? '' },
+      // Browsers send the file name as raw UTF-8 in `filename="…"`; busboy would read it as latin1.
+      // (`filename*=UTF-8''…` names its charset and is decoded by it either way.)
+      defParamCharset: 'utf8',
       // One byte over the cap, so a file of exactly the cap is not flagged; `Digest` enforces it.
       limits: { files: 1, fileSize: policy.maxBytes + 1, fields: 8, fieldSize: 8 * 1024, parts: 10, headerPairs: 32 },
     });
@@ -126,13 +141,21 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
   let digest: Digest | undefined;
   let filename = '';
 
+  let stalled = false;
   const received = new Promise<void>((resolve, reject) => {
     let settled = false;
+    // Restarted by every chunk of the body and stopped once it has all arrived: it measures how
+    // long the client has gone quiet, not how long the upload takes.
+    const idleTimer = setTimeout(() => {
+      stalled = true;
+      fail(stalledUpload(deps.idleTimeoutMs));
+    }, deps.idleTimeoutMs);
     // The first failure wins. Reading stops at once; the source is only paused, never destroyed,
     // so the refusal can still be answered (with `Connection: close`) on the same connection.
     const fail = (error: Error) => {
       if (settled) return;
       settled = true;
+      clearTimeout(idleTimer);
       source.unpipe(cap);
       source.pause();
       cap.unpipe(parser);
@@ -176,10 +199,13 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
       }
       writing.then(() => {
         settled = true;
+        clearTimeout(idleTimer);
         resolve();
       }, fail);
     });
     cap.on('error', fail);
+    source.on('data', () => idleTimer.refresh());
+    source.on('end', () => clearTimeout(idleTimer));
     source.on('error', interrupted);
     source.on('close', () => {
       if (!source.readableEnded) interrupted();
@@ -197,6 +223,12 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
       deps.logger.info(
         { requestId: upload.requestId, bytesRead: cap.bytes, limit: policy.maxBytes },
         'upload refused: too large',
+      );
+    }
+    if (stalled) {
+      deps.logger.info(
+        { requestId: upload.requestId, bytesRead: cap.bytes, idleTimeoutMs: deps.idleTimeoutMs },
+        'upload abandoned: the client stopped sending',
       );
     }
     throw error;

@@ -31,9 +31,18 @@ export interface AuthSuiteContext {
 const UNKNOWN_KEY = `mordn_${'A'.repeat(43)}`;
 
 /**
+ * The UTF-8 bytes of `text` as a header value node:http writes byte for byte (it sends each
+ * character of a header value as one latin1 byte), as a browser or proxy forwarding raw UTF-8 would.
+ */
+export function utf8HeaderBytes(text: string): string {
+  return Buffer.from(text, 'utf8').toString('latin1');
+}
+
+/**
  * The one authentication suite every agent route joins: missing, malformed, unknown and revoked
- * keys; a read-only key on a write route; missing, empty, overlong, duplicated and non-printable
- * users; `anon:` users where the route refuses them. Each refusal is a problem+json with a stable
+ * keys; a read-only key on a write route; missing, empty, overlong, duplicated, comma-joined and
+ * non-printable users (control bytes, non-ASCII spaces, raw UTF-8); `anon:` users of any letter
+ * case where the route refuses them. Each refusal is a problem+json with a stable
  * code, and (where the route provides a probe) leaves nothing behind.
  */
 export function describeAgentAuth(route: AgentRouteUnderTest, context: () => AuthSuiteContext): void {
@@ -123,6 +132,14 @@ export function describeAgentAuth(route: AgentRouteUnderTest, context: () => Aut
       ['the same user header twice', ['user-1', 'user-1']],
       ['a user with a tab', ['user\t1']],
       ['a user with a non-ASCII byte', ['user-\u00e9']],
+      ['a user with a trailing no-break space byte', ['user-1\u00a0']],
+      ['a user with a leading no-break space byte', ['\u00a0user-1']],
+      ['a user with the UTF-8 bytes of a no-break space', [utf8HeaderBytes('user-1\u00a0')]],
+      ['a user with the UTF-8 bytes of an em space', [utf8HeaderBytes('user\u20031')]],
+      ['a user with the UTF-8 bytes of a zero-width space', [utf8HeaderBytes('user-1\u200b')]],
+      ['a user with the UTF-8 bytes of an accented letter', [utf8HeaderBytes('user-\u00e9')]],
+      ['a user with a comma', ['user-1,user-2']],
+      ['a user that looks like two joined headers', ['user-1, user-1']],
     ])('refuses %s (400 INVALID_USER)', async (_name, users) => {
       await expectProblem(await send(withKey(context().fixture.key, users)), 400, 'INVALID_USER');
     });
@@ -133,9 +150,12 @@ export function describeAgentAuth(route: AgentRouteUnderTest, context: () => Aut
     });
 
     if (route.rejectsAnonymous) {
-      it('refuses an anon: user (403 ANONYMOUS_USER)', async () => {
-        await expectProblem(await send(withKey(context().fixture.key, ['anon:visitor-1'])), 403, 'ANONYMOUS_USER');
-      });
+      it.each(['anon:visitor-1', 'ANON:visitor-1', 'Anon:visitor-1', 'aNoN:'])(
+        'refuses the anonymous user %s (403 ANONYMOUS_USER)',
+        async (user) => {
+          await expectProblem(await send(withKey(context().fixture.key, [user])), 403, 'ANONYMOUS_USER');
+        },
+      );
     }
   });
 }

@@ -8,7 +8,9 @@ export interface RawResponse {
 
 /**
  * A request through `node:http`, which (unlike fetch) can send a header twice, non-ASCII bytes,
- * or a body in chunks with pauses.
+ * or a body in chunks with pauses. Each character of a header value goes out as one byte (its
+ * latin1 code): bodies are written as bytes, because node:http would otherwise send the head
+ * with a string body's encoding (UTF-8).
  */
 export function rawRequest(
   url: string,
@@ -38,9 +40,9 @@ export function rawRequest(
     });
     request.on('error', reject);
     if (options.chunks) {
-      for (const chunk of options.chunks) request.write(chunk);
+      for (const chunk of options.chunks) request.write(Buffer.from(chunk));
     } else if (options.body !== undefined) {
-      request.write(options.body);
+      request.write(Buffer.from(options.body));
     }
     request.end();
   });

@@ -45,6 +45,8 @@ export interface ScriptedUsage {
 interface TurnTiming {
   /** Wait this long before answering; nothing is sent meanwhile. */
   delayMs?: number;
+  /** Streamed answers: wait this long before each text delta after the first (a slow stream). */
+  deltaDelayMs?: number;
 }
 
 /** Answers with text, streamed as the given deltas when `text` is an array. */
@@ -254,9 +256,18 @@ function delay(milliseconds: number, gone: Promise<void>): Promise<void> {
   ]).finally(() => clearTimeout(timer));
 }
 
-function streamReply(response: http.ServerResponse, reply: ModelReply): void {
+async function streamReply(response: http.ServerResponse, reply: ModelReply, gone: Promise<void>): Promise<void> {
   response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  for (const chunk of replyChunks(reply)) response.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  let textDeltas = 0;
+  for (const chunk of replyChunks(reply)) {
+    const content = (chunk as { choices?: Array<{ delta?: { content?: unknown } }> }).choices?.[0]?.delta?.content;
+    if (typeof content === 'string' && content !== '') {
+      textDeltas += 1;
+      if (textDeltas > 1 && reply.turn.deltaDelayMs !== undefined) await delay(reply.turn.deltaDelayMs, gone);
+      if (response.destroyed) return;
+    }
+    response.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  }
   response.end('data: [DONE]\n\n');
 }
 
@@ -322,7 +333,7 @@ export async function startScriptedModelServer(script: ModelScript): Promise<Scr
       return;
     }
     const reply: ModelReply = { turn, request: body, turnIndex: index };
-    if (body.stream === true) return streamReply(response, reply);
+    if (body.stream === true) return streamReply(response, reply, gone);
     sendJson(response, 200, replyCompletion(reply));
   };
 

@@ -1,7 +1,7 @@
 'use client';
 
 import { useChat } from '@ai-sdk/react';
-import type { FileUIPart } from 'ai';
+import type { FileUIPart, UIMessage } from 'ai';
 import { type FormEvent, useEffect, useState } from 'react';
 import { FileCard, formatBytes } from './file-card';
 
@@ -27,6 +27,27 @@ async function problemOf(response: Response): Promise<string> {
   return problem?.detail ?? `The request failed (${response.status}).`;
 }
 
+/** Why Mordn stored an answer as cut short (`metadata.mordn.interrupted.reason`). */
+type Interruption = 'stop' | 'disconnect' | 'timeout';
+
+const INTERRUPTION_NOTES: Record<Interruption, string> = {
+  stop: 'Stopped before the answer was finished.',
+  disconnect: 'Interrupted: the connection was lost.',
+  timeout: 'Interrupted: the answer took too long.',
+};
+
+function interruptionOf(message: UIMessage): Interruption | undefined {
+  const metadata = message.metadata as { mordn?: { interrupted?: { reason?: string } } } | undefined;
+  const reason = metadata?.mordn?.interrupted?.reason;
+  return reason !== undefined && reason in INTERRUPTION_NOTES ? (reason as Interruption) : undefined;
+}
+
+/** The message with the interruption Mordn also stores for it, so the note shows before a reload. */
+function markInterrupted(message: UIMessage, reason: Interruption): UIMessage {
+  const metadata = (message.metadata ?? {}) as Record<string, unknown>;
+  return { ...message, metadata: { ...metadata, mordn: { interrupted: { reason } } } };
+}
+
 /** A file part for `sendMessage`: Mordn finds the upload by its `storagePath`, not by its URL. */
 function toFilePart(upload: Upload): FileUIPart {
   return {
@@ -40,7 +61,16 @@ function toFilePart(upload: Upload): FileUIPart {
 
 /** One conversation: its history, the attachment picker, the composer and the answers as they stream. */
 export function Chat({ chatId }: { chatId: string }) {
-  const { messages, setMessages, sendMessage, status, error } = useChat({ id: chatId });
+  // `resume` asks /api/chat/<id>/stream on mount; Mordn answers 204 (nothing to resume).
+  const { messages, setMessages, sendMessage, status, error, stop } = useChat({
+    id: chatId,
+    resume: true,
+    onFinish: ({ message, isAbort, isDisconnect }) => {
+      if (!isAbort && !isDisconnect) return;
+      const reason = isAbort ? 'stop' : 'disconnect';
+      setMessages((current) => current.map((each) => (each.id === message.id ? markInterrupted(each, reason) : each)));
+    },
+  });
   const [attachments, setAttachments] = useState<AttachmentFeatures>();
   const [pending, setPending] = useState<Upload[]>([]);
   const [uploading, setUploading] = useState(false);
@@ -54,7 +84,7 @@ export function Chat({ chatId }: { chatId: string }) {
       .catch(() => setProblem('Attachments are unavailable right now.'));
   }, []);
 
-  // History with fresh download links (or `unavailable` files); a new chat answers 404.
+  // History with fresh download links (or `unavailable` files, with an empty URL); a new chat answers 404.
   useEffect(() => {
     fetch(`/api/chat?chatId=${encodeURIComponent(chatId)}`)
       .then(async (response) => {
@@ -101,23 +131,27 @@ export function Chat({ chatId }: { chatId: string }) {
   return (
     <section className="chat">
       <ol className="messages">
-        {messages.map((message) => (
-          <li key={message.id} className={`message ${message.role}`}>
-            {message.parts.map((part, index) => {
-              const key = `${message.id}-${index}`;
-              if (part.type === 'text') return <p key={key}>{part.text}</p>;
-              if (part.type === 'file') return <FileCard key={key} file={part} />;
-              if (part.type === 'dynamic-tool') {
-                return (
-                  <p key={key} className="tool">
-                    {part.toolName} {part.state === 'output-error' ? 'failed' : ''}
-                  </p>
-                );
-              }
-              return null;
-            })}
-          </li>
-        ))}
+        {messages.map((message) => {
+          const interruption = interruptionOf(message);
+          return (
+            <li key={message.id} className={`message ${message.role}`}>
+              {message.parts.map((part, index) => {
+                const key = `${message.id}-${index}`;
+                if (part.type === 'text') return <p key={key}>{part.text}</p>;
+                if (part.type === 'file') return <FileCard key={key} file={part} />;
+                if (part.type === 'dynamic-tool') {
+                  return (
+                    <p key={key} className="tool">
+                      {part.toolName} {part.state === 'output-error' ? 'failed' : ''}
+                    </p>
+                  );
+                }
+                return null;
+              })}
+              {interruption ? <p className="interrupted">{INTERRUPTION_NOTES[interruption]}</p> : null}
+            </li>
+          );
+        })}
       </ol>
       {error ? <p className="problem">{error.message}</p> : null}
       {problem ? <p className="problem">{problem}</p> : null}
@@ -150,9 +184,15 @@ export function Chat({ chatId }: { chatId: string }) {
           placeholder="Ask about your files…"
           onChange={(event) => setInput(event.target.value)}
         />
-        <button type="submit" disabled={busy || uploading}>
-          Send
-        </button>
+        {busy ? (
+          <button type="button" onClick={() => stop()}>
+            Stop
+          </button>
+        ) : (
+          <button type="submit" disabled={uploading}>
+            Send
+          </button>
+        )}
       </form>
     </section>
   );

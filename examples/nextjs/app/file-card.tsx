@@ -3,9 +3,10 @@ import type { FileUIPart } from 'ai';
 /**
  * A file part as Mordn returns it: uploads carry `filename` (and, fresh from the upload, `size`);
  * published files carry their facts in `providerMetadata.mordn.sandboxFile` while streaming and at
- * top level in history. A reference that no longer resolves comes back `unavailable`, without a URL.
+ * top level in history. A reference that no longer resolves comes back `unavailable: true` with an
+ * empty `url` (so the history stays a valid list of AI SDK messages).
  */
-export type ChatFile = Omit<FileUIPart, 'url'> & { url?: string; size?: number; unavailable?: boolean };
+export type ChatFile = FileUIPart & { size?: number; unavailable?: boolean };
 
 interface SandboxFile {
   filename?: string;
@@ -25,7 +26,8 @@ export function FileCard({ file }: { file: ChatFile }) {
   const size = file.size ?? published?.size;
   const details = [file.mediaType, size === undefined ? undefined : formatBytes(size)].filter(Boolean).join(' · ');
 
-  if (file.unavailable || !file.url) {
+  // `unavailable` decides; an empty URL is never rendered as a link either.
+  if (file.unavailable || file.url === '') {
     return (
       <div className="file-card" aria-disabled="true">
         <span className="file-name">{filename}</span>

@@ -10,6 +10,9 @@
  * sparse_super, no resize inode, flex_bg), and the tests compare it with real filesystems.
  */
 
+/** The default file count lives below the configuration, which needs it too. */
+export { defaultMaxFiles } from '../../workspace-file-defaults.js';
+
 export const BLOCK_BYTES = 4096;
 /** 256, not 128: 128-byte inodes stop timestamps at 2038, keep no nanoseconds and hold no inline xattrs. */
 export const INODE_BYTES = 256;
@@ -34,9 +37,6 @@ const MAX_JOURNAL_MIB = 64;
  */
 export const MAX_RESERVED_CLUSTERS = 128;
 const MIB = 1024 * 1024;
-/** A default file count per byte of quota: ext4's own default inode ratio. */
-const BYTES_PER_DEFAULT_FILE = 16 * 1024;
-const MIN_DEFAULT_FILES = 1024;
 const MAX_INODES = 2 ** 32 - 1;
 
 /** Where each part of a workspace filesystem goes, and what it promises. */
@@ -70,19 +70,6 @@ export interface FilesystemGeometry {
   blocksPerGroup: number;
   inodesPerGroup: number;
   journalBlocks: number;
-}
-
-/**
- * The file count a quota gets unless the operator sets MORDN_SANDBOX_WORKSPACE_MAX_FILES: one per
- * 16 KiB of quota (ext4's own default ratio), at least 1024. Its inode tables take 1/64 of the
- * quota, which the layout fits within the allocation bound for every quota from 1 MiB to 1 TiB.
- *
- * @example
- * defaultMaxFiles(1024 ** 3); // → 65536
- * defaultMaxFiles(5 * 1024 ** 2); // → 1024
- */
-export function defaultMaxFiles(maxBytes: number): number {
-  return Math.max(MIN_DEFAULT_FILES, Math.floor(maxBytes / BYTES_PER_DEFAULT_FILE));
 }
 
 /**

@@ -8,6 +8,14 @@ const PATHS = 'Paths are relative to the workspace root (no leading "/", no ".."
 const WORKSPACE =
   "The workspace belongs to the signed-in user and is shared by all of that user's conversations: use distinct file names per conversation, and ask the user before deleting or overwriting their files.";
 
+/**
+ * A NUL byte cannot be part of a command line or of a database string (the shell would see a
+ * different command, PostgreSQL refuses the query), so it is refused as invalid input up front.
+ */
+function withoutNul(schema: z.ZodString): z.ZodString {
+  return schema.refine((value) => !value.includes('\u0000'), { message: 'must not contain NUL bytes' });
+}
+
 const RelativePath = z
   .string()
   .min(1)
@@ -43,7 +51,9 @@ export function sandboxToolDefinitions(limits: { maxExecTimeoutSeconds: number; 
         UNTRUSTED,
       ].join(' '),
       inputSchema: z.strictObject({
-        command: z.string().min(1).max(100_000).describe('The shell command to run, e.g. "python3 analyse.py".'),
+        command: withoutNul(z.string().min(1).max(100_000)).describe(
+          'The shell command to run, e.g. "python3 analyse.py".',
+        ),
         timeoutSeconds: z
           .number()
           .int()
@@ -102,7 +112,9 @@ export function sandboxToolDefinitions(limits: { maxExecTimeoutSeconds: number; 
         UNTRUSTED,
       ].join(' '),
       inputSchema: z.strictObject({
-        storagePath: z.string().min(1).max(200).describe('The storagePath of an attachment in this conversation.'),
+        storagePath: withoutNul(z.string().min(1).max(200)).describe(
+          'The storagePath of an attachment in this conversation.',
+        ),
       }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },

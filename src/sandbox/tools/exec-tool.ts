@@ -3,8 +3,8 @@ import type { ToolContext } from './tool-context.js';
 
 /**
  * Runs the command with the caller's timeout (default and ceiling from the operator). Each output
- * stream gets a quarter of the response budget: JSON escaping can inflate text, and the whole
- * result must stay within it.
+ * stream keeps at most the response budget while the command runs; what the response cannot
+ * carry (both streams together, JSON escaping counted) is cut when the result is built.
  */
 export async function execCommand(
   context: ToolContext,
@@ -18,7 +18,7 @@ export async function execCommand(
     command: input.command,
     timeoutMs: timeoutSeconds * 1000,
     signal: context.signal,
-    maxOutputBytes: Math.floor(context.limits.maxOutputBytes / 4),
+    maxOutputBytes: context.limits.maxOutputBytes,
   });
   const { aborted: _aborted, ...visible } = result;
   return visible;

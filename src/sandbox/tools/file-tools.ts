@@ -4,8 +4,11 @@ import { WorkspaceFileError } from '../backend.js';
 import { type ToolContext, ToolError } from './tool-context.js';
 
 const MAX_LIST_ENTRIES = 1000;
-/** Room left in a response for the JSON around a file's text. */
-const RESPONSE_OVERHEAD_BYTES = 4096;
+/**
+ * The largest file `sandbox_read_file` reads (the most one MCP response may carry). What does not
+ * fit the response is cut when the result is built, where JSON escaping is counted.
+ */
+const MAX_READ_BYTES = 1024 * 1024;
 
 /** Backend refusals keep their stable code and safe message; anything else is internal. */
 export function toToolError(error: unknown): ToolError {
@@ -49,8 +52,17 @@ export async function listFiles(context: ToolContext, input: { path?: string | u
 }
 
 export async function readTextFile(context: ToolContext, input: { path: string }) {
-  const maxBytes = context.limits.maxOutputBytes - RESPONSE_OVERHEAD_BYTES;
-  const { size, body } = await context.backend.openFile(context.workspace.id, input.path, { maxBytes });
+  const { size, body } = await context.backend
+    .openFile(context.workspace.id, input.path, { maxBytes: MAX_READ_BYTES })
+    .catch((error: unknown) => {
+      if (error instanceof WorkspaceFileError && error.code === 'TOO_LARGE') {
+        throw new ToolError(
+          'TOO_LARGE',
+          `${error.message} Read part of it with sandbox_exec instead (head -c, sed -n, python3).`,
+        );
+      }
+      throw error;
+    });
   const bytes = await readAll(body);
   let text: string;
   try {

@@ -30,6 +30,7 @@ export interface ToolContext {
 /** A stable, model-facing error code of a failed tool call: the backend's file codes and ours. */
 export type ToolErrorCode =
   | WorkspaceFileErrorCode
+  | 'UNKNOWN_TOOL'
   | 'INVALID_INPUT'
   | 'NOT_TEXT'
   | 'QUOTA_EXCEEDED'

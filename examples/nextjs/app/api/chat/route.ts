@@ -1,19 +1,7 @@
-import { createMordnHandler } from 'mordn/server/hosted';
-import { getUserId } from '@/lib/session';
-
-// A Mordn API on this machine (the quickstart's `npm start`) is reached over loopback; anywhere
-// else it must be a public HTTPS origin.
-const apiUrl = process.env.MORDN_API_URL ?? 'http://127.0.0.1:8787';
-const loopback = /^http:\/\/(127\.0\.0\.1|\[::1\])(:\d+)?\/?$/.test(apiUrl);
+import { mordn } from '@/lib/mordn';
 
 /**
- * The browser talks to this route only; it calls Mordn with the agent key, which never leaves the
- * server, on behalf of the user `getUserId` verified. POST: chat turns (useChat) and uploads
- * (multipart); GET: `?chatId=` history, `?bootstrap` picker hints; DELETE: `?chatId=`.
+ * The browser talks to this route only. POST: chat turns (useChat) and uploads (multipart); GET:
+ * `?chatId=` history, `?bootstrap` picker hints; DELETE: `?chatId=`.
  */
-export const { GET, POST, DELETE, OPTIONS } = createMordnHandler({
-  apiKey: process.env.MORDN_CHAT_KEY ?? '',
-  getUserId,
-  ...(loopback ? { selfBaseUrl: apiUrl } : { baseUrl: apiUrl }),
-  streamTimeoutMs: 120_000,
-});
+export const { GET, POST, DELETE, OPTIONS } = mordn;

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32, deflateSync } from 'node:zlib';
 import yazl from 'yazl';
-import { DOCX, PPTX, XLSX } from './media-types.js';
+import { DOCX, PPTX, XLSX } from '../../src/uploads/media-types.js';
 
 // Builders for the sample files the upload inspection tests use: minimal but structurally valid
 // images, PDFs and Office packages, and the hostile variants of each. Everything is generated, so

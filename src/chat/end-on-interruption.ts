@@ -1,0 +1,60 @@
+import type { UIMessageChunk } from 'ai';
+import { failureText } from './answer-failures.js';
+import type { AnswerSignal } from './answer-signal.js';
+
+/**
+ * `stream` until the answer is interrupted, then one closing chunk and the end: an `error` chunk
+ * saying the answer took too long for a timeout (its client is still reading), an `abort` chunk
+ * otherwise. The answer ends at once even when something upstream ignores the abort — a tool that
+ * never settles would otherwise hold the stream, and the stored answer, open for good.
+ *
+ * @example
+ * writer.merge(endOnInterruption(result.toUIMessageStream(), answer));
+ */
+export function endOnInterruption(
+  stream: ReadableStream<UIMessageChunk>,
+  answer: AnswerSignal,
+): ReadableStream<UIMessageChunk> {
+  const reader = stream.getReader();
+  let ended = false;
+  let stopWatching = () => {};
+  return new ReadableStream<UIMessageChunk>({
+    start(controller) {
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        const reason = answer.interruption;
+        controller.enqueue(
+          reason === 'timeout' ? { type: 'error', errorText: failureText(reason) } : { type: 'abort' },
+        );
+        controller.close();
+        reader.cancel(answer.signal.reason).catch(() => undefined);
+      };
+      if (answer.signal.aborted) return end();
+      answer.signal.addEventListener('abort', end, { once: true });
+      stopWatching = () => answer.signal.removeEventListener('abort', end);
+    },
+    async pull(controller) {
+      let next: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        next = await reader.read();
+      } catch (error) {
+        if (ended) return;
+        throw error;
+      }
+      if (ended) return;
+      if (next.done) {
+        ended = true;
+        stopWatching();
+        controller.close();
+      } else {
+        controller.enqueue(next.value);
+      }
+    },
+    cancel(reason) {
+      ended = true;
+      stopWatching();
+      return reader.cancel(reason);
+    },
+  });
+}

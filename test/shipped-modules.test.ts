@@ -1,0 +1,108 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/package-root.js';
+
+const root = packageRoot();
+const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+};
+
+/**
+ * The source files `npm run build` compiles into `dist/`, i.e. what the package ships: the `.ts`
+ * files under the build config's `include` folders, tests excluded (as its `exclude` says).
+ */
+function shippedFiles(): string[] {
+  const build = JSON.parse(readFileSync(path.join(root, 'tsconfig.build.json'), 'utf8')) as {
+    include: string[];
+    exclude: string[];
+  };
+  expect(build.exclude).toEqual(['**/*.test.ts']);
+  return build.include.flatMap((folder) =>
+    readdirSync(path.join(root, folder), { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts') && !file.endsWith('.d.ts'))
+      .map((file) => path.join(root, folder, file)),
+  );
+}
+
+interface ModuleImport {
+  specifier: string;
+  /** `import type` / `export type`: erased from the compiled output. */
+  typeOnly: boolean;
+}
+
+/** Every module a file imports or re-exports, statically or through `import()`. */
+function importsOf(file: string): ModuleImport[] {
+  const text = readFileSync(file, 'utf8');
+  const found: ModuleImport[] = [];
+  // Statements start a line; JSDoc examples (` * import …`) do not.
+  for (const match of text.matchAll(/^(?:import|export)\s+(type\s+)?[^'"`;]*?\bfrom\s+['"]([^'"]+)['"]/gm)) {
+    found.push({ specifier: match[2] as string, typeOnly: match[1] !== undefined });
+  }
+  for (const match of text.matchAll(/^import\s+['"]([^'"]+)['"]/gm)) {
+    found.push({ specifier: match[1] as string, typeOnly: false });
+  }
+  for (const match of text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+    found.push({ specifier: match[1] as string, typeOnly: false });
+  }
+  return found;
+}
+
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] as string);
+}
+
+/** The `.ts` file a relative `.js` specifier of `from` names. */
+function resolveRelative(from: string, specifier: string): string {
+  return path.resolve(path.dirname(from), specifier).replace(/\.js$/, '.ts');
+}
+
+describe('the shipped package', () => {
+  it('contains no test-only code: no shipped module imports a development dependency', () => {
+    const builtins = new Set(builtinModules);
+    const offending: string[] = [];
+    for (const file of shippedFiles()) {
+      for (const { specifier, typeOnly } of importsOf(file)) {
+        if (typeOnly || specifier.startsWith('.') || specifier.startsWith('node:')) continue;
+        const name = packageName(specifier);
+        if (builtins.has(name) || Object.hasOwn(manifest.dependencies, name)) continue;
+        offending.push(`${path.relative(root, file)} imports ${specifier}`);
+      }
+    }
+    expect(offending).toEqual([]);
+  });
+
+  it('has no import loop among the upload modules (types included)', () => {
+    const uploads = path.join(root, 'src', 'uploads');
+    const modules = shippedFiles().filter((file) => path.dirname(file) === uploads);
+    expect(modules.length).toBeGreaterThan(5);
+    const edges = new Map(
+      modules.map((file) => [
+        file,
+        importsOf(file)
+          .filter(({ specifier }) => specifier.startsWith('.'))
+          .map(({ specifier }) => resolveRelative(file, specifier))
+          .filter((target) => modules.includes(target)),
+      ]),
+    );
+    const loops: string[] = [];
+    const visiting: string[] = [];
+    const done = new Set<string>();
+    const walk = (file: string) => {
+      if (done.has(file)) return;
+      const at = visiting.indexOf(file);
+      if (at !== -1) {
+        loops.push([...visiting.slice(at), file].map((entry) => path.basename(entry)).join(' → '));
+        return;
+      }
+      visiting.push(file);
+      for (const target of edges.get(file) ?? []) walk(target);
+      visiting.pop();
+      done.add(file);
+    };
+    for (const file of modules) walk(file);
+    expect([...new Set(loops)]).toEqual([]);
+  });
+});
