@@ -16,6 +16,7 @@ const DATABASE_FREE = [
   'test/sandbox-cgroups.test.ts',
   'test/sandbox-seccomp.test.ts',
   'test/sandbox-quota-filesystem.test.ts',
+  'test/sandbox-warm.test.ts',
   'test/hosted-fetch.test.ts',
   'test/scripted-model.test.ts',
   'test/request-fuzz.test.ts',

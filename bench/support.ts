@@ -110,6 +110,12 @@ export function median(values: number[]): number {
     : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
+/** The `fraction` quantile (nearest rank) of `values`, e.g. 0.9 for p90. */
+export function quantile(values: number[], fraction: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)] as number;
+}
+
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 
 async function adminJson(base: string, method: string, pathname: string, body?: unknown) {

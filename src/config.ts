@@ -80,6 +80,8 @@ export interface SandboxConfig {
   cpus: number;
   /** A workspace sandbox idle this long is stopped (its files are kept). */
   idleSeconds: number;
+  /** bwrap: sandboxes kept running over empty filesystems for new workspaces' first calls; 0 keeps none. */
+  warmSandboxes: number;
   /** Where the cgroup filesystems are mounted; workspace cgroups go below the service's own. */
   cgroupRoot: string;
   /** Run even where the host cannot hold cgroup and quota limits (per-process limits instead). */
@@ -257,6 +259,7 @@ const EnvironmentSchema = z.object({
     return cpus;
   }),
   MORDN_SANDBOX_IDLE_SECONDS: integer(300, 10, 86_400),
+  MORDN_SANDBOX_WARM_SANDBOXES: integer(2, 0, 64),
   MORDN_SANDBOX_WORKSPACE_MAX_FILES: optionalString,
   MORDN_SANDBOX_CGROUP_ROOT: optionalString.transform((value) => value ?? '/sys/fs/cgroup'),
   MORDN_SANDBOX_WEAK_LIMITS: booleanFlag(false),
@@ -390,6 +393,7 @@ function parseSandbox(environment: Environment, problems: Problem[]): SandboxCon
     tmpBytes: environment.MORDN_SANDBOX_TMP_BYTES,
     cpus: environment.MORDN_SANDBOX_CPUS,
     idleSeconds: environment.MORDN_SANDBOX_IDLE_SECONDS,
+    warmSandboxes: environment.MORDN_SANDBOX_WARM_SANDBOXES,
     workspaceMaxFiles: parseMaxFiles(environment, problems),
     cgroupRoot: parseCgroupRoot(environment.MORDN_SANDBOX_CGROUP_ROOT, problems),
     weakLimits: environment.MORDN_SANDBOX_WEAK_LIMITS,

@@ -40,6 +40,7 @@ function createBackend(config: Config): SandboxBackend {
     cgroupRoot: sandbox.cgroupRoot,
     weakLimits: sandbox.weakLimits,
     idleMs: sandbox.idleSeconds * 1000,
+    warmSandboxes: sandbox.warmSandboxes,
   });
 }
 

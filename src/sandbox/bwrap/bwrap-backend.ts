@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -30,6 +31,7 @@ import {
 } from './bwrap-arguments.js';
 import { describeSpawnFailure, describeStartFailure } from './probe-failure.js';
 import { type HostUser, launchSandbox } from './run-sandboxed.js';
+import { createWarmSandboxes, type WarmSandbox } from './warm-sandboxes.js';
 import { createWorkspaceDirectories } from './workspace-directories.js';
 import { startWorkspaceSandbox } from './workspace-sandbox.js';
 
@@ -67,6 +69,12 @@ export interface BwrapBackendOptions {
   weakLimits?: boolean;
   /** A workspace sandbox with no command for this long is torn down. Default 5 min. */
   idleMs?: number;
+  /**
+   * Sandboxes kept running over empty spare filesystems, so that a new workspace's first call
+   * finds its sandbox up (`MORDN_SANDBOX_WARM_SANDBOXES`). Each costs its idle processes (about
+   * 10 MiB) and one mounted spare image. Default 0; needs cgroups and quota filesystems.
+   */
+  warmSandboxes?: number;
 }
 
 /** The limits a backend gets unless its options lower or raise them. */
@@ -81,6 +89,11 @@ const HELPER_CPU_SECONDS = 120;
 /** Tasks of a workspace beyond its commands' own: the supervisor and one reaper per running command. */
 const SUPERVISOR_TASKS = 1 + 32;
 const PROBE_TIMEOUT_MS = 15_000;
+/** A sandbox waiting for a workspace is replaced after this long (the leftover sweep spares 2 h). */
+const WARM_MAX_AGE_MS = 60 * 60_000;
+const WARM_RETRY_MS = 30_000;
+/** A taken warm sandbox's replacement waits this long: longer than most first calls take. */
+const WARM_REFILL_DELAY_MS = 250;
 const REMOVE_TIMEOUT_MS = 120_000;
 /** Empties a workspace from inside a sandbox, so no host-side walk can be turned by a symlink. */
 const CLEAR_WORKSPACE = `chmod -R u+rwX ${WORKSPACE_MOUNT} 2>/dev/null; find ${WORKSPACE_MOUNT} -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +`;
@@ -152,11 +165,11 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
   /** Cgroups of the running workspace sandboxes. */
   const cgroups = new Map<string, WorkspaceCgroup>();
 
-  /** The workspace's directory: its own mounted filesystem, or (weak limits) a plain directory. */
-  const workspaceDirectory = async (workspaceId: string, create: boolean): Promise<string> => {
+  /** The existing workspace's directory: its own mounted filesystem, or (weak limits) a plain directory. */
+  const workspaceDirectory = async (workspaceId: string): Promise<string> => {
     const { quota } = await host();
-    if (!quota) return create ? directories.ensure(workspaceId) : directories.existing(workspaceId);
-    const mounted = create ? await quota.ensure(workspaceId) : await quota.existing(workspaceId);
+    if (!quota) return directories.existing(workspaceId);
+    const mounted = await quota.existing(workspaceId);
     if (!mounted) throw new Error(`Workspace ${workspaceId} does not exist; ensureWorkspace creates it.`);
     return mounted;
   };
@@ -170,48 +183,108 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     ...(weak ? { as: limits.memoryBytes, nproc: limits.processes } : {}),
   });
 
+  /** Starts a workspace sandbox (and its cgroup, named `cgroupName`) over `directory`. */
+  const startSandbox = async (directory: string, cgroupName: string, background = false) => {
+    const [hostLimits, filter, helper, supervisor] = await Promise.all([
+      host(),
+      seccomp(),
+      fileHelperSource(),
+      supervisorSource(),
+    ]);
+    const cgroup = await hostLimits.cgroups?.create(cgroupName, cgroupLimits);
+    try {
+      const sandbox = await startWorkspaceSandbox({
+        bwrapPath,
+        layout: await layout(),
+        workspaceDirectory: directory,
+        tmpBytes: limits.tmpBytes,
+        python,
+        supervisor,
+        helper,
+        seccomp: filter,
+        ...(hostUser ? { hostUser } : {}),
+        ...(cgroup ? { cgroup } : {}),
+        background,
+      });
+      return {
+        cgroup,
+        foreground: sandbox.foreground,
+        connection: sandbox.connection,
+        stop: async () => {
+          await sandbox.stop();
+          for (const [workspaceId, known] of cgroups) if (known === cgroup) cgroups.delete(workspaceId);
+          await cgroup?.remove();
+        },
+      };
+    } catch (error) {
+      await cgroup?.remove();
+      throw error;
+    }
+  };
+
   const pool = createSupervisorPool({
     idleMs: options.idleMs ?? DEFAULT_IDLE_MS,
     start: async (workspaceId) => {
-      const [hostLimits, directory, filter, helper, supervisor] = await Promise.all([
-        host(),
-        workspaceDirectory(workspaceId, false),
-        seccomp(),
-        fileHelperSource(),
-        supervisorSource(),
-      ]);
-      const cgroup = await hostLimits.cgroups?.create(workspaceId, cgroupLimits);
+      const started = await startSandbox(await workspaceDirectory(workspaceId), workspaceId);
+      if (started.cgroup) cgroups.set(workspaceId, started.cgroup);
+      return started;
+    },
+  });
+
+  /** Warm sandboxes by the supervisor they run, for their cgroup once a workspace takes one. */
+  const warmCgroups = new WeakMap<object, WorkspaceCgroup>();
+  const warm = createWarmSandboxes({
+    size: options.warmSandboxes ?? 0,
+    maxAgeMs: WARM_MAX_AGE_MS,
+    retryMs: WARM_RETRY_MS,
+    refillDelayMs: WARM_REFILL_DELAY_MS,
+    make: async (): Promise<WarmSandbox> => {
+      const { quota } = await host();
+      if (!quota) throw new Error('sandboxes started ahead of need need quota filesystems');
+      const spare = await quota.mountSpare();
       try {
-        const sandbox = await startWorkspaceSandbox({
-          bwrapPath,
-          layout: await layout(),
-          workspaceDirectory: directory,
-          tmpBytes: limits.tmpBytes,
-          python,
-          supervisor,
-          helper,
-          seccomp: filter,
-          ...(hostUser ? { hostUser } : {}),
-          ...(cgroup ? { cgroup } : {}),
-        });
-        if (cgroup) cgroups.set(workspaceId, cgroup);
-        return {
-          connection: sandbox.connection,
-          stop: async () => {
-            await sandbox.stop();
-            if (cgroup && cgroups.get(workspaceId) === cgroup) cgroups.delete(workspaceId);
-            await cgroup?.remove();
-          },
-        };
+        const started = await startSandbox(spare.mountPoint, `warm-${randomUUID()}`, true);
+        if (started.cgroup) warmCgroups.set(started, started.cgroup);
+        return { spare, supervisor: started };
       } catch (error) {
-        await cgroup?.remove();
+        await spare.discard();
         throw error;
       }
     },
   });
 
+  /** Creates the workspace's filesystem, over which a warm sandbox (when one is ready) already runs. */
+  const ensureWithWarmSandbox = async (workspaceId: string): Promise<void> => {
+    const { quota } = await host();
+    if (!quota) {
+      await directories.ensure(workspaceId);
+      return;
+    }
+    let taken: WarmSandbox | undefined;
+    const adopt = async () => {
+      taken = await warm.take();
+      return taken?.spare;
+    };
+    try {
+      await quota.ensure(workspaceId, { adopt });
+    } catch (error) {
+      await taken?.supervisor.stop();
+      throw error;
+    }
+    if (!taken) return;
+    taken.supervisor.foreground();
+    const cgroup = warmCgroups.get(taken.supervisor);
+    if (cgroup) cgroups.set(workspaceId, cgroup);
+    await pool.adopt(workspaceId, taken.supervisor);
+  };
+
+  /** Fails when the workspace does not exist; one with its sandbox up does (removal stops it first). */
+  const requireWorkspace = async (workspaceId: string): Promise<void> => {
+    if (!pool.isRunning(workspaceId)) await workspaceDirectory(workspaceId);
+  };
+
   const fileHelper = async (workspaceId: string): Promise<StartHelper> => {
-    await workspaceDirectory(workspaceId, false);
+    await requireWorkspace(workspaceId);
     const weak = !(await host()).cgroups;
     const helperLimits = commandLimits(
       { openFiles: Math.max(limits.openFiles, HELPER_OPEN_FILES), cpuSeconds: HELPER_CPU_SECONDS },
@@ -257,14 +330,17 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
           cause: error,
         });
       });
-      await host();
+      const { quota, cgroups: hierarchy } = await host();
       // A scratch directory beside the workspaces: also proves they can be created and bound.
       const directory = await directories.createScratch();
       try {
         const exit = await runOnce(directory, '/bin/true', PROBE_TIMEOUT_MS).catch((error: unknown) => {
           throw describeSpawnFailure(error, bwrapPath);
         });
-        if (exit.exitCode === 0) return;
+        if (exit.exitCode === 0) {
+          if (quota && hierarchy) warm.start();
+          return;
+        }
         if (exit.killed) throw new Error(`bubblewrap did not run /bin/true within ${PROBE_TIMEOUT_MS / 1000} s.`);
         throw describeStartFailure(exit.exitCode, exit.stderr);
       } finally {
@@ -274,7 +350,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
 
     async ensureWorkspace(workspaceId) {
       requireWorkspaceId(workspaceId);
-      await workspaceDirectory(workspaceId, true);
+      await ensureWithWarmSandbox(workspaceId);
       return { placement: hostname() };
     },
 
@@ -305,7 +381,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     async exec(workspaceId, execOptions) {
       requireWorkspaceId(workspaceId);
       checkExecOptions(execOptions);
-      await workspaceDirectory(workspaceId, false);
+      await requireWorkspace(workspaceId);
       const weak = !(await host()).cgroups;
       const cpuSeconds = Math.ceil(execOptions.timeoutMs / 1000) + CPU_GRACE_SECONDS;
       const processLimits = commandLimits({ openFiles: limits.openFiles, cpuSeconds }, weak);
@@ -337,6 +413,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     },
 
     async close() {
+      await warm.stop();
       await pool.stopAll();
       if (hostPrepared) await (await host().catch(() => undefined))?.quota?.close();
     },

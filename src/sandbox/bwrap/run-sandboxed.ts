@@ -19,6 +19,8 @@ export interface LaunchOptions {
   hostUser?: HostUser;
   /** The workspace's cgroup: the sandbox's first process is placed in it before it runs anything. */
   cgroup?: { add(pid: number): Promise<void> };
+  /** Runs bwrap and all it starts at this nice value (`nice -n`), e.g. 19 for work off the request path. */
+  niceness?: number;
 }
 
 /** A started sandbox, with the host pid of its first process (the supervisor, as PID 1). */
@@ -111,7 +113,11 @@ export async function launchSandbox(options: LaunchOptions): Promise<LaunchedSan
     '--',
     ...options.command,
   ];
-  const child: ChildProcess = spawn(options.bwrapPath, argumentList, {
+  const [executable, ...commandLine] =
+    options.niceness === undefined
+      ? [options.bwrapPath, ...argumentList]
+      : ['nice', '-n', String(options.niceness), options.bwrapPath, ...argumentList];
+  const child: ChildProcess = spawn(executable as string, commandLine, {
     cwd: '/',
     detached: true,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },

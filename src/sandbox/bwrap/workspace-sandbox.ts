@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import { setPriority } from 'node:os';
 import { OutputCapture } from '../runtime/output-capture.js';
 import { connectSupervisor } from '../supervisor/supervisor-connection.js';
 import type { StartedSupervisor } from '../supervisor/supervisor-pool.js';
@@ -20,6 +21,17 @@ export interface WorkspaceSandboxOptions {
   seccomp: Buffer;
   /** The workspace's cgroup; the supervisor is placed in it before it runs. */
   cgroup?: { add(pid: number): Promise<void> };
+  /** Started ahead of need: at the lowest CPU priority until `foreground` (see `StartedWorkspaceSandbox`). */
+  background?: boolean;
+}
+
+/** A started workspace sandbox. */
+export interface StartedWorkspaceSandbox extends StartedSupervisor {
+  /**
+   * Gives a sandbox started in the background normal CPU priority again, before its first
+   * command (which inherits the supervisor's). Needs CAP_SYS_NICE, which a root service has.
+   */
+  foreground(): void;
 }
 
 /** How long a new supervisor may take to say it is ready (Python's start-up, mostly). */
@@ -31,6 +43,8 @@ const READY_TIMEOUT_MS = 15_000;
  */
 const SUPERVISOR_OOM_SCORE_ADJ = '-999';
 const STDERR_EXCERPT_BYTES = 4096;
+/** The nice value of a sandbox started ahead of need: it yields the CPU to every call being served. */
+const BACKGROUND_NICENESS = 19;
 
 /**
  * Starts the long-lived sandbox of one workspace: bwrap (with the seccomp filter, the workspace
@@ -40,7 +54,7 @@ const STDERR_EXCERPT_BYTES = 4096;
  *
  * @throws when bwrap cannot start or the supervisor does not become ready (the message says why).
  */
-export async function startWorkspaceSandbox(options: WorkspaceSandboxOptions): Promise<StartedSupervisor> {
+export async function startWorkspaceSandbox(options: WorkspaceSandboxOptions): Promise<StartedWorkspaceSandbox> {
   const sandbox = await launchSandbox({
     bwrapPath: options.bwrapPath,
     shape: {
@@ -55,6 +69,7 @@ export async function startWorkspaceSandbox(options: WorkspaceSandboxOptions): P
     stdin: true,
     ...(options.hostUser ? { hostUser: options.hostUser } : {}),
     ...(options.cgroup ? { cgroup: options.cgroup } : {}),
+    ...(options.background ? { niceness: BACKGROUND_NICENESS } : {}),
   });
   const stderr = new OutputCapture(STDERR_EXCERPT_BYTES);
   stderr.attach(sandbox.stderr);
@@ -90,5 +105,13 @@ export async function startWorkspaceSandbox(options: WorkspaceSandboxOptions): P
     // (see supervisor.py) is what keeps the OOM killer away from the supervisor.
     await writeFile(`/proc/${sandbox.childPid}/oom_score_adj`, SUPERVISOR_OOM_SCORE_ADJ).catch(() => undefined);
   }
-  return { connection, stop };
+  const foreground = () => {
+    if (!options.background || sandbox.childPid === undefined) return;
+    try {
+      setPriority(sandbox.childPid, 0);
+    } catch {
+      // Gone already, or no CAP_SYS_NICE: the sandbox then runs at the background priority.
+    }
+  };
+  return { connection, stop, foreground };
 }

@@ -4,12 +4,14 @@ import { ensureDirectory, sweepLeftovers } from './quota-housekeeping.js';
 import { makeImage } from './quota-images.js';
 import { planQuotaLayout, RESERVED_INODES } from './quota-layout.js';
 import { holdLock } from './quota-lock.js';
+import { type MountedSpare, mountSpare } from './quota-mounted-spares.js';
 import { unmountAll } from './quota-mounting.js';
 import { probeQuotaHost } from './quota-probe.js';
 import { createSpareImages } from './quota-spares.js';
 import { openWorkspace, removeWorkspace, type WorkspaceContext, type WorkspacePlaces } from './quota-workspace.js';
 
 export { defaultMaxFiles } from './quota-layout.js';
+export type { MountedSpare } from './quota-mounted-spares.js';
 export { QuotaUnavailableError } from './quota-unavailable-error.js';
 
 /** Options of `createQuotaFilesystems`. */
@@ -53,9 +55,15 @@ export interface QuotaFilesystems {
    * Creates (first time) and mounts the workspace's filesystem; returns the host mount point.
    * Idempotent, and one stat once mounted. Reuses a mount that outlived the service, mounts an
    * image again after a reboot, grows a filesystem smaller than `maxBytes` (never shrinks one),
-   * and migrates a plain directory of the old layout into a new filesystem.
+   * and migrates a plain directory of the old layout into a new filesystem. A workspace that has
+   * nothing yet takes the filesystem `options.adopt` hands over, when it hands one (see `mountSpare`).
    */
-  ensure(workspaceId: string): Promise<string>;
+  ensure(workspaceId: string, options?: { adopt?: () => Promise<MountedSpare | undefined> }): Promise<string>;
+  /**
+   * A new empty filesystem (from the spare images), mounted where no workspace is, for a sandbox
+   * to start over before its workspace is known; `ensure`'s `adopt` later makes it one's own.
+   */
+  mountSpare(): Promise<MountedSpare>;
   /** The mount point if the workspace has a filesystem (mounting or migrating it as `ensure` does); undefined when it has none. */
   existing(workspaceId: string): Promise<string | undefined>;
   /** Unmounts (and frees the loop device); the image stays. The caller stops every sandbox using it first. */
@@ -160,8 +168,17 @@ export function createQuotaFilesystems(options: QuotaFilesystemOptions): QuotaFi
     return promise;
   };
 
-  /** Runs `work` under the workspace's lock file, which other processes on this host take too. */
-  const locked = async <T>(workspaceId: string, work: (places: WorkspacePlaces) => Promise<T>): Promise<T> => {
+  /** Adopted spares' mounts on their way into place; every later operation on the workspace waits for its own. */
+  const moving = new Map<string, Promise<void>>();
+
+  /**
+   * Runs `work` under the workspace's lock file, which other processes on this host take too.
+   * `work` may hand over a promise the lock is kept for after it returns (`holdUntil`).
+   */
+  const locked = async <T>(
+    workspaceId: string,
+    work: (places: WorkspacePlaces, holdUntil: (settled: Promise<void>) => void) => Promise<T>,
+  ): Promise<T> => {
     const { root, images } = await prepare();
     const places: WorkspacePlaces = {
       root,
@@ -171,10 +188,14 @@ export function createQuotaFilesystems(options: QuotaFilesystemOptions): QuotaFi
       lock: path.join(images, `${workspaceId}.lock`),
     };
     const release = await holdLock(places.lock);
+    let until: Promise<void> | undefined;
     try {
-      return await work(places);
+      return await work(places, (settled) => {
+        until = settled;
+      });
     } finally {
-      await release();
+      if (until) void until.then(release).catch(noop);
+      else await release();
     }
   };
 
@@ -189,14 +210,32 @@ export function createQuotaFilesystems(options: QuotaFilesystemOptions): QuotaFi
     return undefined;
   };
 
-  const open = async (workspaceId: string, create: boolean): Promise<string | undefined> => {
+  const open = async (
+    workspaceId: string,
+    create: boolean,
+    adopt?: () => Promise<MountedSpare | undefined>,
+  ): Promise<string | undefined> => {
     requireWorkspaceId(workspaceId);
+    await moving.get(workspaceId);
     const fast = await alreadyMounted(workspaceId);
     if (fast) return fast;
     return serialize(workspaceId, create ? 'ensure' : 'existing', () =>
-      locked(workspaceId, async (places) => {
-        const opened = await openWorkspace(context, places, workspaceId, create);
+      locked(workspaceId, async (places, holdUntil) => {
+        const opened = await openWorkspace(context, places, workspaceId, create, adopt);
         if (opened) mountedDevices.set(workspaceId, opened.device);
+        if (opened?.moving) {
+          const settled = opened.moving.catch((error: unknown) => {
+            mountedDevices.delete(workspaceId);
+            options.onWarning?.(
+              `The mount of workspace ${workspaceId} did not move into place (the next use mounts it there): ${(error as Error).message}`,
+            );
+          });
+          moving.set(workspaceId, settled);
+          void settled.then(() => {
+            if (moving.get(workspaceId) === settled) moving.delete(workspaceId);
+          });
+          holdUntil(settled);
+        }
         return opened?.mountPoint;
       }),
     );
@@ -205,6 +244,7 @@ export function createQuotaFilesystems(options: QuotaFilesystemOptions): QuotaFi
   /** Unmounts (and, with `remove`, deletes) the workspace; the fast path forgets it first. */
   const close = async (workspaceId: string, remove: boolean): Promise<void> => {
     requireWorkspaceId(workspaceId);
+    await moving.get(workspaceId);
     return serialize(workspaceId, 'change', () =>
       locked(workspaceId, async (places) => {
         mountedDevices.delete(workspaceId);
@@ -222,13 +262,14 @@ export function createQuotaFilesystems(options: QuotaFilesystemOptions): QuotaFi
       await spares.start();
     },
 
-    async ensure(workspaceId) {
-      const mountPoint = await open(workspaceId, true);
+    async ensure(workspaceId, ensureOptions) {
+      const mountPoint = await open(workspaceId, true, ensureOptions?.adopt);
       if (mountPoint === undefined) throw new Error(`Workspace ${workspaceId} was not created.`);
       return mountPoint;
     },
 
     existing: (workspaceId) => open(workspaceId, false),
+    mountSpare: async () => mountSpare(await context.newImage(), (await prepare()).images),
     unmount: (workspaceId) => close(workspaceId, false),
     close: () => spares.stop(),
     remove: (workspaceId) => close(workspaceId, true),

@@ -11,6 +11,8 @@ import { SPARE_PREFIX } from './quota-spares.js';
 export const DISCARDED_PREFIX = '.discarded-';
 export const MIGRATING_PREFIX = '.migrating-';
 export const PROBE_PREFIX = '.probe-';
+/** Mount points of spare filesystems mounted ahead of need (see `quota-mounted-spares.ts`). */
+export const MOUNTED_SPARE_PREFIX = '.mounted-';
 /** Leftovers older than this belong to no running operation (the slowest, a migration's copy, times out sooner). */
 const STALE_MS = 2 * 60 * 60_000;
 const DISCARD_TIMEOUT_MS = 60 * 60_000;
@@ -55,7 +57,7 @@ async function removeOrphanLock(paths: { root: string; images: string }, workspa
 
 /**
  * Clears what crashed operations left behind, once they are old enough to be nobody's: temporary
- * and probe images, staging mounts of migrations, discarded directories, spares of another
+ * and probe images, staging mounts of migrations, mounted spares, discarded directories, spares of another
  * layout, and lock files of workspaces that no longer exist. None of them stands in the way of
  * `ensure` (their names are unique); this only gives their space back. Never throws.
  *
@@ -81,7 +83,7 @@ export async function sweepLeftovers(
     const info = await lstat(entry).catch(() => undefined);
     if (!info || now - info.mtimeMs <= STALE_MS) continue;
     if (info.isDirectory()) {
-      if (name.startsWith(MIGRATING_PREFIX) || name.startsWith(PROBE_PREFIX)) {
+      if (name.startsWith(MIGRATING_PREFIX) || name.startsWith(PROBE_PREFIX) || name.startsWith(MOUNTED_SPARE_PREFIX)) {
         await quietly(unmountAll(entry).then(() => rmdir(entry)));
       }
     } else if (

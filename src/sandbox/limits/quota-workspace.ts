@@ -5,6 +5,7 @@ import { CommandError } from './quota-commands.js';
 import { discardDirectory, ensureDirectory, MIGRATING_PREFIX } from './quota-housekeeping.js';
 import { copyTree, growImage, placeImage } from './quota-images.js';
 import type { QuotaLayout } from './quota-layout.js';
+import { claimMountedSpare, type MountedSpare, moveMountedSpare } from './quota-mounted-spares.js';
 import {
   findMountedImage,
   isMountPoint,
@@ -100,8 +101,10 @@ async function migrate(context: WorkspaceContext, places: WorkspacePlaces, works
  * | an image, its mount point missing or empty   | grown offline if need be, mounted          |
  * | an image, files under its mount point        | the files discarded (a migration's leftover), mounted |
  * | no image, a directory with files             | migrated into a new image, mounted         |
- * | no image, nothing or an empty directory      | a new image placed and mounted (`create`)  |
+ * | no image, nothing or an empty directory      | a new image placed and mounted (`create`): `adopt`'s mounted spare when it has one |
  *
+ * An adopted spare is the workspace's once this resolves, but its mount is still `moving` into
+ * place: the caller keeps the lock until that settles.
  * @example
  * const release = await holdLock(places.lock);
  * const opened = await openWorkspace(context, places, 'ws_1', true).finally(release);
@@ -111,7 +114,8 @@ export async function openWorkspace(
   places: WorkspacePlaces,
   workspaceId: string,
   create: boolean,
-): Promise<{ mountPoint: string; device: number } | undefined> {
+  adopt?: () => Promise<MountedSpare | undefined>,
+): Promise<{ mountPoint: string; device: number; moving?: Promise<void> } | undefined> {
   const { mountPoint, image } = places;
   let mounted = await findMountedImage(mountPoint, image);
   if (mounted) {
@@ -124,15 +128,25 @@ export async function openWorkspace(
     if (point && !point.isDirectory()) throw new Error(`${mountPoint} is not a directory; it was left as it is.`);
     const hasImage = (await lstat(image).catch(() => undefined)) !== undefined;
     const hasFiles = point !== undefined && (await readdir(mountPoint)).length > 0;
-    let fresh = false;
-    if (!hasImage && hasFiles) await migrate(context, places, workspaceId);
-    else if (!hasImage && !create) return undefined;
-    else if (!hasImage) fresh = await placeImage(await context.newImage(), image);
-    else if (hasFiles) await discardDirectory(places.root, workspaceId);
-    await ensureDirectory(mountPoint, 0o700);
-    if (!fresh) await grow(context, image, undefined);
-    mounted = await mountImage(image, mountPoint);
-    if (fresh) await chmod(mountPoint, 0o700);
+    const spare = !hasImage && !hasFiles && create ? await adopt?.() : undefined;
+    if (spare) {
+      await claimMountedSpare(spare, places).catch(async (error: unknown) => {
+        await spare.discard();
+        throw error;
+      });
+      // Everything else was done when the spare was mounted; its mount moves while the caller goes on.
+      return { mountPoint, device: (await stat(spare.mountPoint)).dev, moving: moveMountedSpare(spare, places) };
+    } else {
+      let fresh = false;
+      if (!hasImage && hasFiles) await migrate(context, places, workspaceId);
+      else if (!hasImage && !create) return undefined;
+      else if (!hasImage) fresh = await placeImage(await context.newImage(), image);
+      else if (hasFiles) await discardDirectory(places.root, workspaceId);
+      await ensureDirectory(mountPoint, 0o700);
+      if (!fresh) await grow(context, image, undefined);
+      mounted = await mountImage(image, mountPoint);
+      if (fresh) await chmod(mountPoint, 0o700);
+    }
   }
   await setReservedClusters(mounted);
   // mke2fs's lost+found is a root-owned directory the workspace cannot open; e2fsck makes one when it needs it.

@@ -29,6 +29,13 @@ export interface SupervisorPool {
       beforeStart?: () => Promise<void>;
     },
   ): Promise<SandboxProcess>;
+  /**
+   * Makes a supervisor started elsewhere (ahead of need) the workspace's, as if its first command
+   * had started it. A workspace that already has one keeps it, and the given one is stopped.
+   */
+  adopt(workspaceId: string, supervisor: StartedSupervisor): Promise<void>;
+  /** Whether the workspace has a supervisor up (one that a spawn would use as it is). */
+  isRunning(workspaceId: string): boolean;
   /** Stops the workspace's supervisor (its commands die with it); a later spawn starts a new one. */
   stop(workspaceId: string): Promise<void>;
   /** Stops every supervisor. */
@@ -97,17 +104,22 @@ export function createSupervisorPool(options: SupervisorPoolOptions): Supervisor
     const entry: Entry = { started: options.start(workspaceId) };
     entries.set(workspaceId, entry);
     try {
-      entry.supervisor = await entry.started;
+      return { entry, supervisor: await running(workspaceId, entry) };
     } catch (error) {
       if (entries.get(workspaceId) === entry) entries.delete(workspaceId);
       throw error;
     }
-    const { supervisor } = entry;
+  };
+
+  /** Waits for the entry's supervisor to be up and watches it from then on. */
+  const running = async (workspaceId: string, entry: Entry): Promise<StartedSupervisor> => {
+    const supervisor = await entry.started;
+    entry.supervisor = supervisor;
     void supervisor.connection.whenClosed.then(() => {
       // Gone on its own (killed, crashed): its boundary is torn down now, not at the next call.
       if (entries.get(workspaceId) === entry) void stopEntry(workspaceId, entry);
     });
-    return { entry, supervisor };
+    return supervisor;
   };
 
   /** Starts the command once in the workspace's current supervisor. */
@@ -163,6 +175,22 @@ export function createSupervisorPool(options: SupervisorPoolOptions): Supervisor
         },
         exited,
       };
+    },
+
+    async adopt(workspaceId, supervisor) {
+      if (entries.has(workspaceId) || stopping.has(workspaceId) || supervisor.connection.closed) {
+        await supervisor.stop();
+        return;
+      }
+      const entry: Entry = { started: Promise.resolve(supervisor) };
+      entries.set(workspaceId, entry);
+      await running(workspaceId, entry);
+      scheduleIdleStop(workspaceId, entry);
+    },
+
+    isRunning(workspaceId) {
+      const supervisor = entries.get(workspaceId)?.supervisor;
+      return supervisor !== undefined && !supervisor.connection.closed;
     },
 
     async stop(workspaceId) {
