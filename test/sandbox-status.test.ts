@@ -133,6 +133,15 @@ describe('GET /v1/sandbox/status with the operator switch off', () => {
   });
 });
 
+/** The start-up warnings of a service that runs with weak limits. */
+function weakLimitWarnings(logs: string[]): Array<{ level: number; msg: string }> {
+  return logs
+    .flatMap((chunk) => chunk.split('\n'))
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .filter((line) => line.level === 40 && line.msg.startsWith('MORDN_SANDBOX_WEAK_LIMITS=true'));
+}
+
 describe('a host that cannot enforce the sandbox limits', () => {
   it('reports sandboxes unavailable and says why in /readyz, unless weak limits are chosen', async () => {
     const strict = await startTestService({
@@ -173,8 +182,13 @@ describe('a host that cannot enforce the sandbox limits', () => {
       const fixture = await createAgentFixture(weak.database.db, { published: ENABLED });
       expect(await status(weak, fixture)).toStrictEqual({ enabled: true, available: true });
       expect((await weak.fetch('/readyz')).status).toBe(200);
+      // The operator's choice is said once, at start-up, as a warning naming what is not held.
+      const warnings = weakLimitWarnings(weak.logs);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]?.msg).toMatch(/per-process limits only/);
     } finally {
       await weak.close();
     }
+    expect(weakLimitWarnings(strict.logs)).toEqual([]);
   });
 });

@@ -53,6 +53,12 @@ export function createSandboxRuntime(
   options: { logger: Logger; authorize?: ToolAuthorizer; backend?: SandboxBackend },
 ): SandboxRuntime | undefined {
   if (!config.sandbox.enabled) return undefined;
+  if (config.sandbox.weakLimits) {
+    options.logger.warn(
+      { backend: config.sandbox.backend },
+      'MORDN_SANDBOX_WEAK_LIMITS=true: where the host cannot hold per-workspace cgroups and quota filesystems, sandboxes run with per-process limits only (memory, processes and disk are not bounded for the sandbox as a whole)',
+    );
+  }
   const backend = options.backend ?? createBackend(config);
   const probe = createCachedProbe(() => backend.probe(), { ttlMs: PROBE_TTL_MS, logger: options.logger });
   return {
