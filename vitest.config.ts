@@ -20,8 +20,10 @@ const DATABASE_FREE = [
   'test/hosted-fetch.test.ts',
   'test/scripted-model.test.ts',
   'test/request-fuzz.test.ts',
+  'test/fault-disk-full.test.ts',
+  'test/fault-storage.test.ts',
 ];
-const POSTGRES_ONLY = ['test/replicas.test.ts'];
+const POSTGRES_ONLY = ['test/replicas.test.ts', 'test/fault-postgres.test.ts'];
 const END_TO_END = 'test/e2e/**';
 export default defineConfig({
   test: {

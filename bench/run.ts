@@ -1,27 +1,65 @@
 import { benchChat } from './chat.js';
 import { benchDocker } from './docker.js';
 import { benchHealth } from './health.js';
+import { benchLoad } from './load.js';
 import { benchMcpMemory } from './mcp-memory.js';
 import { benchSandbox } from './sandbox.js';
+import { benchSoak } from './soak.js';
 import { benchUploads } from './uploads.js';
 
-/** `npm run bench -- <name>…`; with no name, every benchmark runs. */
-const BENCHMARKS: Record<string, () => Promise<unknown>> = {
+/** Flags given after the names (`--minutes 2` or `--minutes=2`), as numbers. */
+type BenchFlags = Record<string, number>;
+
+/**
+ * `npm run bench -- <name>… [--flag value]…`; with no name, every benchmark runs except `soak`
+ * (minutes long: run it by name). Flags: `--streams N` (load, default 200), `--minutes N` (soak,
+ * default 10) and `--sample-seconds N` (soak, default 60).
+ */
+const BENCHMARKS: Record<string, (flags: BenchFlags) => Promise<unknown>> = {
   health: () => benchHealth(),
   uploads: () => benchUploads(),
   sandbox: () => benchSandbox(),
   chat: () => benchChat(),
   docker: () => benchDocker(),
   'mcp-memory': () => benchMcpMemory(),
+  load: (flags) => benchLoad(flags.streams === undefined ? {} : { streams: flags.streams }),
+  soak: (flags) =>
+    benchSoak({
+      ...(flags.minutes === undefined ? {} : { minutes: flags.minutes }),
+      ...(flags['sample-seconds'] === undefined ? {} : { sampleSeconds: flags['sample-seconds'] }),
+    }),
 };
+const FLAGS = new Set(['streams', 'minutes', 'sample-seconds']);
+const NOT_BY_DEFAULT = new Set(['soak']);
 
-const requested = process.argv.slice(2);
-const names = requested.length > 0 ? requested : Object.keys(BENCHMARKS);
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
+const requested: string[] = [];
+const flags: BenchFlags = {};
+const argv = process.argv.slice(2);
+for (let index = 0; index < argv.length; index += 1) {
+  const argument = argv[index] as string;
+  if (!argument.startsWith('--')) {
+    requested.push(argument);
+    continue;
+  }
+  const [name, inline] = argument.slice(2).split('=', 2) as [string, string | undefined];
+  if (!FLAGS.has(name)) fail(`Unknown flag "--${name}". Flags: ${[...FLAGS].map((flag) => `--${flag}`).join(', ')}`);
+  let value = inline;
+  if (value === undefined) {
+    index += 1;
+    value = argv[index];
+  }
+  const number = Number(value);
+  if (value === undefined || !Number.isFinite(number) || number <= 0) fail(`--${name} needs a positive number`);
+  flags[name] = number;
+}
+const names = requested.length > 0 ? requested : Object.keys(BENCHMARKS).filter((name) => !NOT_BY_DEFAULT.has(name));
 for (const name of names) {
   const run = BENCHMARKS[name];
-  if (!run) {
-    console.error(`Unknown benchmark "${name}". Available: ${Object.keys(BENCHMARKS).join(', ')}`);
-    process.exit(2);
-  }
-  await run();
+  if (!run) fail(`Unknown benchmark "${name}". Available: ${Object.keys(BENCHMARKS).join(', ')}`);
+  await run(flags);
 }

@@ -1,4 +1,6 @@
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -138,4 +140,143 @@ export async function provisionAgent(base: string, sandboxEnabled: boolean): Pro
   await adminJson(base, 'POST', `/v1/admin/agents/${agent.id}/config/publish`);
   return (await adminJson(base, 'POST', `/v1/admin/agents/${agent.id}/keys`, { permissions: ['read', 'write'] }))
     .key as string;
+}
+
+export interface BenchProcessOptions {
+  /** Added to this process's environment. */
+  environment?: Record<string, string>;
+  /** Node flags before `--import tsx`, e.g. `--expose-gc` for a server that answers heap-after-GC. */
+  nodeFlags?: string[];
+  /** The core to pin the process to (when this machine has two and `taskset` works); 0 by default. */
+  core?: number;
+}
+
+/**
+ * Like `startBenchServer`, with Node flags and a chosen core: starts `bench/servers/<name>.ts`,
+ * waits for its `{"port":…}` line and stops it with SIGTERM (SIGKILL after 10 s).
+ */
+export function startBenchProcess(name: string, options: BenchProcessOptions = {}): Promise<BenchServer> {
+  const command = [
+    process.execPath,
+    ...(options.nodeFlags ?? []),
+    '--import',
+    'tsx',
+    path.join(benchDirectory, 'servers', `${name}.ts`),
+  ];
+  const pinned = PIN_CORES ? ['taskset', '-c', String(options.core ?? 0), ...command] : command;
+  const child = spawn(pinned[0] as string, pinned.slice(1), {
+    env: { ...process.env, ...options.environment },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let started = false;
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      // Only the start-up line matters; later output (logs) is drained and dropped.
+      if (started) return;
+      seen = (seen + chunk.toString()).slice(-4096);
+      const match = /\{"port":(\d+)\}/.exec(seen);
+      if (!match) return;
+      started = true;
+      resolve({
+        port: Number(match[1]),
+        child,
+        stop: () =>
+          new Promise((done) => {
+            if (child.exitCode !== null || child.signalCode !== null) return done();
+            const deadline = setTimeout(() => child.kill('SIGKILL'), 10_000);
+            child.once('exit', () => {
+              clearTimeout(deadline);
+              done();
+            });
+            child.kill('SIGTERM');
+          }),
+      });
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`bench process ${name} exited with ${code}`)));
+  });
+}
+
+/**
+ * Pins this process (every thread) to `core`, so a load generator running here leaves the
+ * server's core alone. Does nothing where pinning is unavailable; says whether it pinned.
+ */
+export function pinThisProcess(core: number): boolean {
+  if (!PIN_CORES) return false;
+  return spawnSync('taskset', ['-a', '-p', '-c', String(core), String(process.pid)]).status === 0;
+}
+
+let clockTicks: number | undefined;
+
+/** CPU seconds (user + system, this process's threads, not its children) a process has used, from /proc. */
+export async function processCpuSeconds(pid: number): Promise<number> {
+  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start at state; utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/** Resident set size and its high-water mark (KiB) of a process, from /proc. */
+export async function processMemoryKiB(pid: number): Promise<{ rss: number; peak: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+  return { rss: field('VmRSS'), peak: field('VmHWM') };
+}
+
+/** Restarts a process's RSS high-water mark (VmHWM), so a later peak is the measured span's own. */
+export async function resetPeakMemory(pid: number): Promise<void> {
+  await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => undefined);
+}
+
+/** Open file descriptors of a process. */
+export async function openFileDescriptors(pid: number): Promise<number> {
+  return (await readdir(`/proc/${pid}/fd`)).length;
+}
+
+/** Every live descendant of a process (children, their children, …) with its parent and command line. */
+export async function descendantProcesses(
+  pid: number,
+): Promise<Array<{ pid: number; parent: number; command: string }>> {
+  const parents = new Map<number, number>();
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (stat !== '') parents.set(Number(name), parent);
+  }
+  const found: Array<{ pid: number; parent: number; command: string }> = [];
+  const visit = (ancestor: number) => {
+    for (const [child, parent] of parents) {
+      if (parent !== ancestor) continue;
+      let command = '';
+      try {
+        command = readFileSync(`/proc/${child}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+      } catch {
+        continue; // it ended meanwhile
+      }
+      found.push({ pid: child, parent, command });
+      visit(child);
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+/** A structurally valid PDF of exactly `size` bytes (an upload every policy accepts). */
+export function pdfBytes(size: number): Uint8Array {
+  const bytes = new Uint8Array(size).fill(0x41);
+  bytes.set(new TextEncoder().encode('%PDF-1.4\n%'), 0);
+  const tail = new TextEncoder().encode('\n%%EOF\n');
+  bytes.set(tail, size - tail.length);
+  return bytes;
+}
+
+/** Open file descriptors of a process, and how many of them are sockets (connections, listeners). */
+export async function openFileDescriptorKinds(pid: number): Promise<{ fds: number; sockets: number }> {
+  const names = await readdir(`/proc/${pid}/fd`);
+  const targets = await Promise.all(names.map((name) => readlink(`/proc/${pid}/fd/${name}`).catch(() => '')));
+  return { fds: names.length, sockets: targets.filter((target) => target.startsWith('socket:')).length };
 }

@@ -53,7 +53,12 @@ describe('loadConfig', () => {
       region: 'us-east-1',
       endpoint: 'http://minio:9000',
       forcePathStyle: true,
+      timeoutMs: 30_000,
     });
+    expect(loadConfig({ MORDN_STORAGE: 's3', S3_BUCKET: 'files', S3_TIMEOUT_MS: '2500' }).storage).toMatchObject({
+      timeoutMs: 2500,
+    });
+    expect(() => loadConfig({ MORDN_STORAGE: 's3', S3_BUCKET: 'files', S3_TIMEOUT_MS: '0' })).toThrow(/S3_TIMEOUT_MS/);
   });
 
   it.each([

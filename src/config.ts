@@ -32,6 +32,8 @@ export type StorageConfig =
       /** Origin signed download URLs use, when browsers reach the store elsewhere than the service. */
       publicEndpoint?: string;
       forcePathStyle: boolean;
+      /** How long a request to the store may stay silent (connecting, or between bytes) before it fails. */
+      timeoutMs: number;
     };
 
 /** The six curated sandbox tools, in the order they are listed to models. */
@@ -222,6 +224,7 @@ const EnvironmentSchema = z.object({
   S3_ENDPOINT: httpUrl,
   S3_FORCE_PATH_STYLE: booleanFlag(false),
   S3_PUBLIC_ENDPOINT: httpUrl,
+  S3_TIMEOUT_MS: integer(30_000, 100, 600_000),
   MORDN_PUBLIC_URL: httpUrl,
   MORDN_SIGNING_SECRET: optionalString,
   MORDN_DOWNLOAD_URL_TTL_SECONDS: integer(900, 60, 3600),
@@ -294,6 +297,7 @@ function parseStorage(environment: Environment, problems: Problem[]): StorageCon
     ...(environment.S3_ENDPOINT ? { endpoint: environment.S3_ENDPOINT.origin } : {}),
     ...(environment.S3_PUBLIC_ENDPOINT ? { publicEndpoint: environment.S3_PUBLIC_ENDPOINT.origin } : {}),
     forcePathStyle: environment.S3_FORCE_PATH_STYLE,
+    timeoutMs: environment.S3_TIMEOUT_MS,
   };
 }
 

@@ -45,3 +45,11 @@ export function secureDataDirectory(
   for (const name of PRIVATE_DIRECTORIES) repairs.push(tightenPermissions(path.join(dataDir, name)));
   return repairs.filter((repair): repair is PermissionRepair => repair !== undefined);
 }
+
+/**
+ * The data directory's places for bytes in transit: uploads and published files being received
+ * (`tmp/`) and objects being written into local storage (`files/.incoming/`).
+ */
+export function temporaryDirectories(dataDir: string): string[] {
+  return [path.join(dataDir, 'tmp'), path.join(dataDir, 'files', '.incoming')];
+}

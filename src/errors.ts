@@ -31,9 +31,11 @@ export const ERROR_STATUS = {
   RATE_LIMITED: 429,
   INTERNAL: 500,
   STORAGE_UNAVAILABLE: 503,
+  DATABASE_UNAVAILABLE: 503,
   MODEL_NOT_CONFIGURED: 503,
   MANAGED_SANDBOX_UNAVAILABLE: 503,
   UPSTREAM_UNAVAILABLE: 502,
+  INSUFFICIENT_STORAGE: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -78,4 +80,16 @@ export class ServiceError extends Error {
 
 export function isServiceError(value: unknown): value is ServiceError {
   return value instanceof ServiceError;
+}
+
+/** System and database codes that mean the disk (or the user's quota on it) is full. */
+const OUT_OF_SPACE_CODES = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL', '53100']);
+
+/**
+ * Whether `error` is a write refused for lack of space: a full filesystem or quota, SQLite's
+ * `SQLITE_FULL` or PostgreSQL's `disk_full`. Such a failure is the operator's to fix, not a bug,
+ * and is answered as `INSUFFICIENT_STORAGE` rather than a masked 500.
+ */
+export function isOutOfSpace(error: unknown): boolean {
+  return error instanceof Error && 'code' in error && OUT_OF_SPACE_CODES.has(String(error.code));
 }

@@ -1,11 +1,12 @@
 import { createApp } from './app.js';
 import { composeDependencies } from './compose.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { secureDataDirectory } from './data-directory.js';
+import { secureDataDirectory, temporaryDirectories } from './data-directory.js';
 import { createLogger } from './logger.js';
 import { type PermissionRepair, PrivatePathError } from './private-files.js';
 import { startRetentionSweeper } from './sandbox/retention.js';
 import { startServer } from './server.js';
+import { removeOrphanedTemporaryFiles } from './temporary-files.js';
 
 /**
  * Reads the configuration, or prints what is wrong (naming each variable) and exits with 1.
@@ -42,7 +43,8 @@ export function secureDataDirectoryOrExit(config: Config): PermissionRepair[] {
 }
 
 /**
- * The service process: configuration → private data directory → dependencies → HTTP server,
+ * The service process: configuration → private data directory (without the temporary files a
+ * crashed process left) → dependencies → HTTP server,
  * with graceful shutdown on SIGTERM/SIGINT (stop accepting, finish in-flight requests within the
  * bound, close the database).
  */
@@ -51,6 +53,8 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
   const repairs = secureDataDirectoryOrExit(config);
   const logger = createLogger({ level: config.logLevel, secrets: config.secretValues });
   for (const repair of repairs) logger.warn(repair, 'made a data directory path private');
+  const orphans = await removeOrphanedTemporaryFiles(temporaryDirectories(config.dataDir));
+  if (orphans.length > 0) logger.warn({ files: orphans }, 'removed temporary files a stopped process left');
   const deps = await composeDependencies(config, { logger, processMetrics: true });
   const app = createApp(deps);
   const stopSweeper = deps.sandbox

@@ -1,7 +1,29 @@
 import type { UIMessage } from 'ai';
 import type { Kysely } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
+import { isServiceError } from '../errors.js';
 import type { ChatScope, ChatStore } from './types.js';
+
+/** How long a save keeps retrying while the database is unavailable (a restart takes about a second). */
+const SAVE_RETRY_MS = 10_000;
+
+/**
+ * Runs `save` again, with growing pauses, while it fails with `DATABASE_UNAVAILABLE`. A save comes
+ * after the answer was streamed to the user, so giving up at once would lose an answer the user
+ * has already seen; the upsert is idempotent, so a repeated save cannot duplicate anything.
+ */
+async function retryWhileUnavailable(save: () => Promise<unknown>): Promise<void> {
+  const deadline = Date.now() + SAVE_RETRY_MS;
+  for (let pause = 50; ; pause = Math.min(pause * 2, 1_000)) {
+    try {
+      await save();
+      return;
+    } catch (error) {
+      if (!isServiceError(error) || error.code !== 'DATABASE_UNAVAILABLE' || Date.now() + pause > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
 
 /**
  * The service's chat store: one row per `(tenant, agent, user, chat id)`, bound to the tenant and
@@ -27,23 +49,25 @@ export function createDatabaseChatStore(
     async saveMessages(scope, chatId, messages) {
       const now = Date.now();
       const json = JSON.stringify(messages);
-      await db
-        .insertInto('chats')
-        .values({
-          tenant_id: agent.tenantId,
-          agent_id: agent.agentId,
-          user_id: scope.userId,
-          chat_id: chatId,
-          messages: json,
-          created_at: now,
-          updated_at: now,
-        })
-        .onConflict((conflict) =>
-          conflict
-            .columns(['tenant_id', 'agent_id', 'user_id', 'chat_id'])
-            .doUpdateSet({ messages: json, updated_at: now }),
-        )
-        .execute();
+      await retryWhileUnavailable(() =>
+        db
+          .insertInto('chats')
+          .values({
+            tenant_id: agent.tenantId,
+            agent_id: agent.agentId,
+            user_id: scope.userId,
+            chat_id: chatId,
+            messages: json,
+            created_at: now,
+            updated_at: now,
+          })
+          .onConflict((conflict) =>
+            conflict
+              .columns(['tenant_id', 'agent_id', 'user_id', 'chat_id'])
+              .doUpdateSet({ messages: json, updated_at: now }),
+          )
+          .execute(),
+      );
     },
     async deleteChat(scope, chatId) {
       const result = await db

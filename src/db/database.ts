@@ -13,6 +13,7 @@ import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
 import { ensurePrivateFile, tightenPermissions } from '../private-files.js';
 import { migrationProvider } from './migrations/index.js';
+import { reportUnavailability } from './postgres-availability.js';
 import type { DatabaseSchema } from './schema.js';
 
 /** The database every service uses: one Kysely query path over SQLite or PostgreSQL. */
@@ -35,6 +36,9 @@ export interface OpenDatabaseOptions {
 }
 
 const INT8_OID = 20;
+
+/** How long a query waits for a pooled connection (a new one or a free one) before failing. */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /** Distinct SQL texts whose prepared statements are kept (queries are built from a fixed set). */
 const STATEMENT_CACHE_SIZE = 512;
@@ -96,6 +100,8 @@ function createPostgresDialect(url: string, schema: string | undefined): Postgre
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
+    // An unreachable server (packets dropped, not refused) fails the request instead of hanging it.
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
     // bigint columns hold epoch milliseconds and byte counts, all far below 2^53.
     types: {
@@ -103,7 +109,16 @@ function createPostgresDialect(url: string, schema: string | undefined): Postgre
         oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
-  return new PostgresDialect({ pool });
+  // A server restart cuts every connection. pg reports that as an 'error' event, on the pool for
+  // an idle client and on the client itself for one checked out between two queries (a
+  // transaction): without listeners either would crash the process. The query in flight fails
+  // on its own, and the pool discards a broken client when it is released, so the next query
+  // opens a fresh connection: there is nothing more to do here.
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
+  return new PostgresDialect({ pool: reportUnavailability(pool) });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { constants, createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '../errors.js';
 import { observeStreamErrors } from '../stream-errors.js';
+import { temporaryFilePath } from '../temporary-files.js';
 import { wellFormedFilename } from './content-disposition.js';
 import { DurableFileWriter, syncDirectory } from './durable-file-writer.js';
 import {
@@ -116,7 +117,7 @@ export function createFsStorage(options: FsStorageOptions): { storage: FileStora
     // Only the bytes are kept: the media type a download is served with travels in its signed URL.
     async put(key, body, { size }) {
       requireStoragePath(key);
-      const temporary = path.join(incoming, `${randomUUID()}.part`);
+      const temporary = temporaryFilePath(incoming, 'part');
       const target = objectFile(key);
       let renamed = false;
       try {
@@ -205,7 +206,7 @@ export function createFsStorage(options: FsStorageOptions): { storage: FileStora
 
     async check() {
       await mkdir(incoming, { recursive: true, mode: 0o700 });
-      const probe = path.join(incoming, `${randomUUID()}.probe`);
+      const probe = temporaryFilePath(incoming, 'probe');
       const handle = await open(probe, 'wx', 0o600);
       await handle.close();
       await rm(probe);

@@ -24,7 +24,15 @@ export interface S3ClientOptions {
   forcePathStyle: boolean;
   /** Static credentials; the standard AWS credential chain when absent. */
   credentials?: S3ClientConfig['credentials'];
+  /**
+   * How long a request may wait for a connection, or stay silent once connected, before it fails
+   * (default 30 000 ms). The SDK's own default is to wait forever, so a store that stops
+   * answering would hold every upload and its spooled file indefinitely.
+   */
+  timeoutMs?: number;
 }
+
+const DEFAULT_TIMEOUT_MS = 30_000;
 
 export interface S3StorageOptions extends Omit<S3ClientOptions, 'credentials'> {
   /** A private bucket: nothing here sets ACLs or hands out unsigned URLs. */
@@ -62,6 +70,11 @@ export function createS3Client(options: S3ClientOptions): S3Client {
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: {
+      connectionTimeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      // An inactivity bound, not a total one: a large upload that keeps moving is never cut.
+      socketTimeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    },
     logger: SILENT_LOGGER,
   });
 }

@@ -1,17 +1,17 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
-import path from 'node:path';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import Busboy from 'busboy';
 import type { Kysely } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
-import { ServiceError } from '../errors.js';
+import { isOutOfSpace, ServiceError } from '../errors.js';
 import { formatBytes } from '../http/json-body.js';
 import type { Logger } from '../logger.js';
 import { DurableFileWriter } from '../storage/durable-file-writer.js';
 import type { FileStorage } from '../storage/file-storage.js';
 import { createStoragePath } from '../storage/storage-path.js';
+import { temporaryFilePath } from '../temporary-files.js';
 import { type FileOwner, registerStoredFile, type StoredFile } from './file-registry.js';
 import { sanitizeFilename } from './filename.js';
 import { inspectFile } from './inspect.js';
@@ -53,6 +53,13 @@ const malformed = (message: string) => new ServiceError('INVALID_MULTIPART', mes
 const ONE_FILE_ONLY = `Send exactly one file, in the "${FILE_FIELD}" field.`;
 const wrongField = (field: string | undefined) =>
   `Send the file in the "${FILE_FIELD}" field (this form has a file in ${field ? JSON.stringify(field) : 'a field without a name'}).`;
+
+const outOfSpace = (options: { headers?: Record<string, string> } = {}) =>
+  new ServiceError(
+    'INSUFFICIENT_STORAGE',
+    'The server has no disk space left for this file; nothing was stored. Retry later.',
+    options,
+  );
 
 const interruptedUpload = () =>
   new ServiceError('REQUEST_INTERRUPTED', 'The upload ended before its body was complete.', UNREAD_BODY);
@@ -134,8 +141,10 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
     throw malformed('Send the file as multipart/form-data with a boundary.');
   }
 
-  await mkdir(deps.tempDir, { recursive: true, mode: 0o700 });
-  const tempPath = path.join(deps.tempDir, `upload-${randomUUID()}`);
+  await mkdir(deps.tempDir, { recursive: true, mode: 0o700 }).catch((error: unknown) => {
+    throw isOutOfSpace(error) ? outOfSpace(UNREAD_BODY) : error;
+  });
+  const tempPath = temporaryFilePath(deps.tempDir, 'upload');
   const cap = new ByteCap(bodyLimit, () => tooLarge(policy.maxBytes));
   let writing: Promise<void> | undefined;
   let digest: Digest | undefined;
@@ -166,7 +175,12 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
     };
     const interrupted = () => fail(interruptedUpload());
     // The body was framed as complete, but the multipart form inside it was cut short.
-    const partCutShort = () => fail(malformed('The multipart body ended before the file part did.'));
+    // When writing the file fails (a full disk, say), the pipeline destroys the part stream with
+    // that same error, which may arrive here before the pipeline itself rejects.
+    const partCutShort = (error: Error) =>
+      fail(
+        isOutOfSpace(error) ? outOfSpace(UNREAD_BODY) : malformed('The multipart body ended before the file part did.'),
+      );
     parser.on('file', (field, stream, info) => {
       // Busboy destroys a part stream with an error whenever the form ends or is torn down before
       // the part does (a truncated body, a refusal, a limit). Every part stream gets a listener
@@ -182,7 +196,15 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
       stream.on('limit', () => fail(tooLarge(policy.maxBytes)));
       // Flushed to disk as it arrives, so storing it afterwards does not wait for a full flush.
       writing = pipeline(stream, digest, new DurableFileWriter(tempPath));
-      writing.catch((error: Error) => fail(error instanceof ServiceError ? error : malformed('The upload failed.')));
+      writing.catch((error: Error) =>
+        fail(
+          error instanceof ServiceError
+            ? error
+            : isOutOfSpace(error)
+              ? outOfSpace(UNREAD_BODY)
+              : malformed('The upload failed.'),
+        ),
+      );
     });
     parser.on('filesLimit', () => fail(malformed(ONE_FILE_ONLY)));
     parser.on('partsLimit', () => fail(malformed('The form has too many parts.')));
@@ -224,6 +246,9 @@ async function spoolFile(deps: UploadDependencies, policy: UploadPolicy, upload:
         { requestId: upload.requestId, bytesRead: cap.bytes, limit: policy.maxBytes },
         'upload refused: too large',
       );
+    }
+    if (error instanceof ServiceError && error.code === 'INSUFFICIENT_STORAGE') {
+      deps.logger.error({ requestId: upload.requestId, bytesRead: cap.bytes }, 'upload refused: the disk is full');
     }
     if (stalled) {
       deps.logger.info(
@@ -281,6 +306,7 @@ export async function receiveUpload(
       await deps.storage.putFile(file.storagePath, spooled.tempPath, { contentType: file.mediaType, size: file.size });
     } catch (error) {
       deps.logger.error({ requestId: upload.requestId, err: error }, 'storage refused an upload');
+      if (isOutOfSpace(error)) throw outOfSpace();
       throw new ServiceError('STORAGE_UNAVAILABLE', 'File storage is unavailable; nothing was stored. Retry later.');
     }
     try {
@@ -294,6 +320,10 @@ export async function receiveUpload(
             'could not remove an unregistered upload',
           ),
         );
+      if (isOutOfSpace(error)) {
+        deps.logger.error({ requestId: upload.requestId, err: error }, 'the database refused an upload: no space');
+        throw outOfSpace();
+      }
       throw error;
     }
     return file;

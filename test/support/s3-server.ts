@@ -31,7 +31,30 @@ export interface TestS3Server {
   directory: string;
   /** Requests received so far (signed or not). */
   requestCount(): number;
+  /**
+   * Makes every request from now on fail as `fault` says — answered with that HTTP status and an
+   * S3 error body, or (`'hang'`) read and then never answered — until called with `undefined`.
+   */
+  inject(fault: S3Fault | undefined): void;
   close(): Promise<void>;
+}
+
+/** A failure the test server can play: an S3 error status, or a request left unanswered. */
+export type S3Fault = 500 | 503 | 'hang';
+
+const FAULT_CODES = { 500: 'InternalError', 503: 'ServiceUnavailable' } as const;
+
+/** Answers as a failing S3 would: the body is read (so the client is not cut off mid-send), then the error. */
+function playFault(fault: S3Fault, request: http.IncomingMessage, response: http.ServerResponse): void {
+  request.resume();
+  if (fault === 'hang') return;
+  request.once('end', () => {
+    response.writeHead(fault, { 'Content-Type': 'application/xml' });
+    response.end(
+      `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${FAULT_CODES[fault]}</Code>` +
+        '<Message>Injected fault.</Message></Error>',
+    );
+  });
 }
 
 const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
@@ -188,12 +211,14 @@ export async function startS3Server(options: { bucket?: string } = {}): Promise<
   await s3rver.configureBuckets();
   const answer = s3rver.callback();
   let requests = 0;
+  let fault: S3Fault | undefined;
   // S3 never applies a PUT whose body was cut short, but s3rver may still store what arrived after
   // the client gave up. A DELETE of that key therefore waits until such a PUT is fully handled,
   // so the late write lands first and the delete removes it, as it would never exist on S3.
   const writing = new Map<string, Promise<void>>();
   const server = http.createServer((request, response) => {
     requests += 1;
+    if (fault !== undefined) return playFault(fault, request, response);
     if (!hasValidSignature(request)) return refuse(response);
     const target = (request.url ?? '/').split('?', 1)[0] ?? '/';
     // Koa's request handler settles once s3rver's middleware is done, stored object included.
@@ -229,6 +254,9 @@ export async function startS3Server(options: { bucket?: string } = {}): Promise<
     credentials: { ...CREDENTIALS },
     directory,
     requestCount: () => requests,
+    inject: (next) => {
+      fault = next;
+    },
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,7 +1,13 @@
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { observeStreamErrors } from '../../stream-errors.js';
 import type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
 import type { CommandLimits, SupervisorConnection } from './supervisor-connection.js';
+
+/** Settles once `stream` has handed over all it holds (or failed, or was torn down). */
+function drained(stream: Readable): Promise<void> {
+  return finished(stream).catch(() => undefined);
+}
 
 /** One started supervisor, as a backend hands it to the pool. */
 export interface StartedSupervisor {
@@ -161,10 +167,20 @@ export function createSupervisorPool(options: SupervisorPoolOptions): Supervisor
         }
         return exit;
       };
-      const exited = follow(first, true).finally(() => {
-        stdout.end();
-        stderr.end();
-      });
+      const exited = follow(first, true);
+      // A slow reader (a file being published, flushed to disk as it comes) can still have output
+      // of the command buffered after it exited: the copies end once that has been handed over,
+      // or their last bytes would be cut off.
+      // Each copy ends on its own, so an unread stderr cannot hold stdout open.
+      const endAfterDrained = (pick: (process: SandboxProcess) => Readable, copy: PassThrough) =>
+        void exited
+          .then(
+            () => drained(pick(current)),
+            () => undefined,
+          )
+          .finally(() => copy.end());
+      endAfterDrained((process) => process.stdout, stdout);
+      endAfterDrained((process) => process.stderr, stderr);
       return {
         stdin: null,
         stdout,

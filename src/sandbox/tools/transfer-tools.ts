@@ -1,10 +1,11 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DurableFileWriter } from '../../storage/durable-file-writer.js';
 import { createStoragePath } from '../../storage/storage-path.js';
+import { temporaryFilePath } from '../../temporary-files.js';
 import { type FileDescriptor, resignFile } from '../../uploads/file-links.js';
 import { findOwnedFile, registerStoredFile, type StoredFile } from '../../uploads/file-registry.js';
 import { sanitizeFilename } from '../../uploads/filename.js';
@@ -94,7 +95,7 @@ export async function publishFile(
     maxBytes: context.publishMaxBytes,
   });
   await mkdir(context.tempDir, { recursive: true, mode: 0o700 });
-  const tempPath = path.join(context.tempDir, `publish-${randomUUID()}`);
+  const tempPath = temporaryFilePath(context.tempDir, 'publish');
   const hash = createHash('sha256');
   let copied = 0;
   try {
