@@ -17,42 +17,11 @@ export interface BenchServer {
 }
 
 /**
- * Starts `bench/servers/<name>.ts` in its own process (so the load generator and the server do not
- * share a core) and waits for the `{"port":…}` line it prints.
+ * Starts `bench/servers/<name>.ts` in its own process on core 0 (see `startBenchProcess`), so the
+ * load generator and the server do not share a core, and waits for the `{"port":…}` line it prints.
  */
 export function startBenchServer(name: string, environment: Record<string, string> = {}): Promise<BenchServer> {
-  const command = [process.execPath, '--import', 'tsx', path.join(benchDirectory, 'servers', `${name}.ts`)];
-  // Servers on core 0, the load generator on core 1: neither steals the other's core, which
-  // otherwise makes single runs swing by ±20 %.
-  const pinned = PIN_CORES ? ['taskset', '-c', '0', ...command] : command;
-  const child = spawn(pinned[0] as string, pinned.slice(1), {
-    env: { ...process.env, ...environment },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      const match = /\{"port":(\d+)\}/.exec(chunk.toString());
-      if (!match) return;
-      resolve({
-        port: Number(match[1]),
-        child,
-        // SIGTERM first, so a server can clean up (unmount workspace filesystems); SIGKILL after 10 s.
-        stop: () =>
-          new Promise((done) => {
-            if (child.exitCode !== null || child.signalCode !== null) return done();
-            const deadline = setTimeout(() => child.kill('SIGKILL'), 10_000);
-            child.once('exit', () => {
-              clearTimeout(deadline);
-              done();
-            });
-            child.kill('SIGTERM');
-          }),
-      });
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`bench server ${name} exited with ${code}`)));
-  });
+  return startBenchProcess(name, { environment });
 }
 
 export interface LoadResult {
@@ -152,8 +121,10 @@ export interface BenchProcessOptions {
 }
 
 /**
- * Like `startBenchServer`, with Node flags and a chosen core: starts `bench/servers/<name>.ts`,
- * waits for its `{"port":…}` line and stops it with SIGTERM (SIGKILL after 10 s).
+ * Starts `bench/servers/<name>.ts` with these Node flags, pinned to a core (servers on core 0, the
+ * load generator on core 1: neither steals the other's core, which otherwise makes single runs
+ * swing by ±20 %), waits for its `{"port":…}` line, and stops it with SIGTERM first, so a server
+ * can clean up (unmount workspace filesystems), then SIGKILL after 10 s.
  */
 export function startBenchProcess(name: string, options: BenchProcessOptions = {}): Promise<BenchServer> {
   const command = [

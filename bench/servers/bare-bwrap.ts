@@ -17,6 +17,10 @@ const layout = await detectHostLayout();
 const seccomp = await seccompFilter();
 const hostUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
 if (hostUser) await import('node:fs/promises').then(({ chown }) => chown(scratch, hostUser.uid, hostUser.gid));
+// The bench stops its servers with SIGTERM: the scratch directory goes with this one too.
+process.once('SIGTERM', () => {
+  void rm(scratch, { recursive: true, force: true }).finally(() => process.exit(0));
+});
 process.stderr.write(`${JSON.stringify({ port: 0 })}\n`);
 for await (const line of createInterface({ input: process.stdin })) {
   if (line !== 'run') break;

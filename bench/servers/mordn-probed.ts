@@ -1,14 +1,8 @@
-import { mkdtemp, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { stat } from 'node:fs/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { createApp } from '../../src/app.js';
-import { composeDependencies } from '../../src/compose.js';
-import { loadConfig } from '../../src/config.js';
+import type { Config } from '../../src/config.js';
 import { sqliteFiles } from '../../src/db/database.js';
-import { createLogger } from '../../src/logger.js';
-import { startServer } from '../../src/server.js';
-import { removeWorkspacesRoot } from '../../test/support/workspace-roots.js';
+import { type BenchService, serveBenchService } from './bench-service.js';
 
 /** What `GET /__bench/stats` answers (see `bench/servers/mordn-probed.ts`). */
 export interface ProbedStats {
@@ -25,21 +19,16 @@ export interface ProbedStats {
 }
 
 /**
- * The service as `bench/servers/mordn.ts` builds it (default log level, process metrics, SQLite,
- * fs storage), plus two bench-only routes in front of the app that no product build has:
- * `GET /__bench/stats[?gc=1]` (event-loop delay, heap after a forced GC, database size, workspace
- * rows) and `POST /__bench/reset` (restarts the event-loop delay histogram). Prints `{"port":…}`.
+ * The service as `bench/servers/mordn.ts` serves it (`serveBenchService`), plus two bench-only
+ * routes in front of the app that no product build has: `GET /__bench/stats[?gc=1]` (event-loop
+ * delay, heap after a forced GC, database size, workspace rows) and `POST /__bench/reset`
+ * (restarts the event-loop delay histogram). Prints `{"port":…}`.
  */
-const dataDir = await mkdtemp(path.join(tmpdir(), 'mordn-bench-'));
-const config = loadConfig({ ...process.env, MORDN_DATA_DIR: dataDir, PORT: '0' });
-const logger = createLogger({ level: config.logLevel, secrets: config.secretValues });
-const deps = await composeDependencies(config, { logger, processMetrics: true });
-const app = createApp(deps);
 const RESOLUTION_MS = 10;
 const delay = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
 delay.enable();
 
-async function databaseBytes(): Promise<number> {
+async function databaseBytes(config: Config): Promise<number> {
   if (config.database.kind !== 'sqlite') return Number.NaN;
   const sizes = await Promise.all(
     sqliteFiles(config.database.file).map((file) =>
@@ -52,7 +41,7 @@ async function databaseBytes(): Promise<number> {
   return sizes.reduce((sum, size) => sum + size, 0);
 }
 
-async function stats(collect: boolean): Promise<ProbedStats> {
+async function stats({ config, deps, dataDir }: BenchService, collect: boolean): Promise<ProbedStats> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (collect) {
     if (!gc) throw new Error('start this server with --expose-gc');
@@ -74,33 +63,18 @@ async function stats(collect: boolean): Promise<ProbedStats> {
     },
     heapUsedBytes: memory.heapUsed,
     rssBytes: memory.rss,
-    databaseBytes: await databaseBytes(),
+    databaseBytes: await databaseBytes(config),
     workspaces: Number(rows.count),
     dataDir,
   };
 }
 
-const server = await startServer({
-  fetch: async (request, env) => {
-    const url = new URL(request.url);
-    if (url.pathname === '/__bench/stats') return Response.json(await stats(url.searchParams.get('gc') === '1'));
-    if (url.pathname === '/__bench/reset' && request.method === 'POST') {
-      delay.reset();
-      return new Response(null, { status: 204 });
-    }
-    return app.fetch(request, env);
-  },
-  host: '127.0.0.1',
-  port: 0,
-});
-deps.selfBaseUrl = server.loopbackUrl;
-process.stderr.write(`${JSON.stringify({ port: Number(new URL(server.url).port) })}\n`);
-// As bench/servers/mordn.ts: sandboxes end and workspace filesystems are unmounted on SIGTERM.
-process.once('SIGTERM', () => {
-  void (async () => {
-    await server.close(1_000).catch(() => undefined);
-    await deps.close().catch(() => undefined);
-    await removeWorkspacesRoot(dataDir);
-    process.exit(0);
-  })();
+await serveBenchService((service) => async (request, env) => {
+  const url = new URL(request.url);
+  if (url.pathname === '/__bench/stats') return Response.json(await stats(service, url.searchParams.get('gc') === '1'));
+  if (url.pathname === '/__bench/reset' && request.method === 'POST') {
+    delay.reset();
+    return new Response(null, { status: 204 });
+  }
+  return service.fetch(request, env);
 });
