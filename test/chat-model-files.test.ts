@@ -5,7 +5,12 @@ import { createChatHandler } from '../src/chat/create-chat-handler.js';
 import { createHostedSandboxes } from '../src/hosted/create-hosted-sandboxes.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
-import { startS3Server, type TestS3Server } from './support/s3-server.js';
+import {
+  s3CredentialsEnvironment,
+  s3StorageEnvironment,
+  startS3Server,
+  type TestS3Server,
+} from './support/s3-server.js';
 import {
   type ChatCompletionMessage,
   type ChatCompletionRequest,
@@ -52,17 +57,9 @@ async function fsStorage(): Promise<StorageSetup> {
 async function s3Storage(): Promise<StorageSetup> {
   const s3: TestS3Server = await startS3Server();
   // The service reads S3 credentials from the standard AWS chain: the process environment.
-  vi.stubEnv('AWS_ACCESS_KEY_ID', s3.credentials.accessKeyId);
-  vi.stubEnv('AWS_SECRET_ACCESS_KEY', s3.credentials.secretAccessKey);
-  vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true');
+  for (const [name, value] of Object.entries(s3CredentialsEnvironment(s3))) vi.stubEnv(name, value);
   return {
-    environment: {
-      MORDN_STORAGE: 's3',
-      S3_BUCKET: s3.bucket,
-      S3_REGION: s3.region,
-      S3_ENDPOINT: s3.endpoint,
-      S3_FORCE_PATH_STYLE: 'true',
-    },
+    environment: s3StorageEnvironment(s3),
     close: async () => {
       vi.unstubAllEnvs();
       await s3.close();

@@ -6,7 +6,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createS3Client } from '../src/storage/s3-storage.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
-import { type S3Fault, startS3Server, type TestS3Server } from './support/s3-server.js';
+import {
+  type S3Fault,
+  s3CredentialsEnvironment,
+  s3StorageEnvironment,
+  startS3Server,
+  type TestS3Server,
+} from './support/s3-server.js';
 import { type ScriptedModelServer, startScriptedModelServer } from './support/scripted-model-server.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 import { chatBody, readUiChunks } from './support/ui-stream.js';
@@ -33,17 +39,11 @@ let agent: AgentFixture;
 beforeAll(async () => {
   s3 = await startS3Server();
   // The service reads S3 credentials from the standard AWS chain: the process environment.
-  vi.stubEnv('AWS_ACCESS_KEY_ID', s3.credentials.accessKeyId);
-  vi.stubEnv('AWS_SECRET_ACCESS_KEY', s3.credentials.secretAccessKey);
-  vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true');
+  for (const [name, value] of Object.entries(s3CredentialsEnvironment(s3))) vi.stubEnv(name, value);
   model = await startScriptedModelServer(() => ({ text: 'Seen.' }));
   service = await startTestService({
     environment: {
-      MORDN_STORAGE: 's3',
-      S3_BUCKET: s3.bucket,
-      S3_REGION: s3.region,
-      S3_ENDPOINT: s3.endpoint,
-      S3_FORCE_PATH_STYLE: 'true',
+      ...s3StorageEnvironment(s3),
       S3_TIMEOUT_MS: String(S3_TIMEOUT_MS),
       MORDN_MODEL: 'openai-compatible:scripted-1',
       MORDN_MODEL_BASE_URL: model.baseUrl,

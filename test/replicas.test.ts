@@ -7,7 +7,12 @@ import { type Json, readJson } from './support/json.js';
 import { callTool, connectSdkClient, rawMcp, toolCall } from './support/mcp.js';
 import { awayFromWindowEdge } from './support/rate-window.js';
 import { type ServiceReplica, startReplica } from './support/replica.js';
-import { startS3Server, type TestS3Server } from './support/s3-server.js';
+import {
+  s3CredentialsEnvironment,
+  s3StorageEnvironment,
+  startS3Server,
+  type TestS3Server,
+} from './support/s3-server.js';
 import { adminRequest, agentHeaders, TEST_ADMIN_TOKEN } from './support/service.js';
 import { upload } from './support/upload.js';
 
@@ -96,14 +101,8 @@ beforeAll(async () => {
     ...target.environment,
     MORDN_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     MORDN_SIGNING_SECRET: 'replicas-shared-signing-secret-0123456789',
-    MORDN_STORAGE: 's3',
-    S3_BUCKET: s3.bucket,
-    S3_REGION: s3.region,
-    S3_ENDPOINT: s3.endpoint,
-    S3_FORCE_PATH_STYLE: 'true',
-    AWS_ACCESS_KEY_ID: s3.credentials.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
-    AWS_EC2_METADATA_DISABLED: 'true',
+    ...s3StorageEnvironment(s3),
+    ...s3CredentialsEnvironment(s3),
     MORDN_SANDBOX_ENABLED: 'true',
     MORDN_SANDBOX_CALLS_PER_MINUTE: String(CALLS_PER_MINUTE),
     MORDN_SANDBOX_MAX_CONCURRENT_CALLS: '1',

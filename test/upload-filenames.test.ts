@@ -3,7 +3,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
 import { callTool, connectSdkClient } from './support/mcp.js';
-import { startS3Server, type TestS3Server } from './support/s3-server.js';
+import {
+  s3CredentialsEnvironment,
+  s3StorageEnvironment,
+  startS3Server,
+  type TestS3Server,
+} from './support/s3-server.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 import { PNG_1X1, upload } from './support/upload.js';
 
@@ -67,17 +72,9 @@ const STORAGES: Array<[string, StorageUnderTest]> = [
       async setUp() {
         s3 = await startS3Server();
         // The S3 client takes its credentials from the standard AWS chain, i.e. the environment.
-        vi.stubEnv('AWS_ACCESS_KEY_ID', s3.credentials.accessKeyId);
-        vi.stubEnv('AWS_SECRET_ACCESS_KEY', s3.credentials.secretAccessKey);
-        vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true');
+        for (const [name, value] of Object.entries(s3CredentialsEnvironment(s3))) vi.stubEnv(name, value);
       },
-      environment: () => ({
-        MORDN_STORAGE: 's3',
-        S3_BUCKET: s3?.bucket ?? '',
-        S3_REGION: s3?.region ?? '',
-        S3_ENDPOINT: s3?.endpoint ?? '',
-        S3_FORCE_PATH_STYLE: 'true',
-      }),
+      environment: () => (s3 ? s3StorageEnvironment(s3) : {}),
       async tearDown() {
         vi.unstubAllEnvs();
         await s3?.close();

@@ -39,6 +39,32 @@ export interface TestS3Server {
   close(): Promise<void>;
 }
 
+/**
+ * The service environment that stores files in `s3`: the storage kind, bucket, region, endpoint
+ * and path-style addressing.
+ */
+export function s3StorageEnvironment(s3: TestS3Server): Record<string, string> {
+  return {
+    MORDN_STORAGE: 's3',
+    S3_BUCKET: s3.bucket,
+    S3_REGION: s3.region,
+    S3_ENDPOINT: s3.endpoint,
+    S3_FORCE_PATH_STYLE: 'true',
+  };
+}
+
+/**
+ * The credentials of `s3` as the AWS SDK's default chain reads them from the environment (and no
+ * instance-metadata lookup): for a child process's environment, or `vi.stubEnv` in this one.
+ */
+export function s3CredentialsEnvironment(s3: TestS3Server): Record<string, string> {
+  return {
+    AWS_ACCESS_KEY_ID: s3.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
+    AWS_EC2_METADATA_DISABLED: 'true',
+  };
+}
+
 /** A failure the test server can play: an S3 error status, or a request left unanswered. */
 export type S3Fault = 500 | 503 | 'hang';
 
