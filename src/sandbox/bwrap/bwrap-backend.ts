@@ -231,8 +231,6 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     },
   });
 
-  /** Warm sandboxes by the supervisor they run, for their cgroup once a workspace takes one. */
-  const warmCgroups = new WeakMap<object, WorkspaceCgroup>();
   const warm = createWarmSandboxes({
     size: options.warmSandboxes ?? 0,
     maxAgeMs: WARM_MAX_AGE_MS,
@@ -244,8 +242,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
       const spare = await quota.mountSpare();
       try {
         const started = await startSandbox(spare.mountPoint, `warm-${randomUUID()}`, true);
-        if (started.cgroup) warmCgroups.set(started, started.cgroup);
-        return { spare, supervisor: started };
+        return { spare, supervisor: started, ...(started.cgroup ? { cgroup: started.cgroup } : {}) };
       } catch (error) {
         await spare.discard();
         throw error;
@@ -273,8 +270,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     }
     if (!taken) return;
     taken.supervisor.foreground();
-    const cgroup = warmCgroups.get(taken.supervisor);
-    if (cgroup) cgroups.set(workspaceId, cgroup);
+    if (taken.cgroup) cgroups.set(workspaceId, taken.cgroup);
     await pool.adopt(workspaceId, taken.supervisor);
   };
 

@@ -1,3 +1,4 @@
+import type { WorkspaceCgroup } from '../limits/cgroups.js';
 import type { MountedSpare } from '../limits/quota-filesystem.js';
 import type { StartedWorkspaceSandbox } from './workspace-sandbox.js';
 
@@ -6,6 +7,8 @@ export interface WarmSandbox {
   spare: MountedSpare;
   /** Its supervisor, at background priority until taken; `stop` tears down the sandbox and its cgroup. */
   supervisor: StartedWorkspaceSandbox;
+  /** Its cgroup (none under weak limits), the workspace's once taken. */
+  cgroup?: WorkspaceCgroup;
 }
 
 /** Sandboxes started ahead of need, so that a new workspace's first call finds one running. */
