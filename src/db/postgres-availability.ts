@@ -29,10 +29,14 @@ export function isPostgresUnavailable(error: unknown): boolean {
 
 function unavailable(error: unknown): unknown {
   if (!isPostgresUnavailable(error)) return error;
-  return new ServiceError('DATABASE_UNAVAILABLE', 'The database is unavailable; nothing was changed. Retry shortly.', {
-    headers: { 'Retry-After': '1' },
-    cause: error,
-  });
+  return new ServiceError(
+    'DATABASE_UNAVAILABLE',
+    'The database is unavailable; retry shortly (a change sent as the connection dropped may or may not have been made).',
+    {
+      headers: { 'Retry-After': '1' },
+      cause: error,
+    },
+  );
 }
 
 /**
