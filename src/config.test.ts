@@ -54,11 +54,22 @@ describe('loadConfig', () => {
       endpoint: 'http://minio:9000',
       forcePathStyle: true,
       timeoutMs: 30_000,
+      checksums: 'when_required',
     });
     expect(loadConfig({ MORDN_STORAGE: 's3', S3_BUCKET: 'files', S3_TIMEOUT_MS: '2500' }).storage).toMatchObject({
       timeoutMs: 2500,
     });
     expect(() => loadConfig({ MORDN_STORAGE: 's3', S3_BUCKET: 'files', S3_TIMEOUT_MS: '0' })).toThrow(/S3_TIMEOUT_MS/);
+  });
+
+  it.each([
+    [undefined, 'when_required'],
+    ['', 'when_required'],
+    ['when_required', 'when_required'],
+    ['when_supported', 'when_supported'],
+  ])('reads S3_REQUEST_CHECKSUMS=%o as %s', (value, checksums) => {
+    const environment = { MORDN_STORAGE: 's3', S3_BUCKET: 'files', S3_REQUEST_CHECKSUMS: value };
+    expect(loadConfig(environment).storage).toMatchObject({ kind: 's3', checksums });
   });
 
   it.each([
@@ -106,6 +117,11 @@ describe('loadConfig', () => {
     [{ MORDN_SANDBOX_WEAK_LIMITS: 'perhaps' }, 'MORDN_SANDBOX_WEAK_LIMITS', 'must be true or false'],
     [{ MORDN_SANDBOX_RUNTIME: 'kata' }, 'MORDN_SANDBOX_RUNTIME', 'runc, runsc'],
     [{ S3_PUBLIC_ENDPOINT: 'files.example.com' }, 'S3_PUBLIC_ENDPOINT', 'http'],
+    [
+      { MORDN_STORAGE: 's3', S3_BUCKET: 'files', S3_REQUEST_CHECKSUMS: 'WHEN_SUPPORTED' },
+      'S3_REQUEST_CHECKSUMS',
+      'must be one of when_required, when_supported (got "WHEN_SUPPORTED")',
+    ],
   ])('refuses %o naming %s', (environment, variable, message) => {
     const error = configError(environment);
     expect(error.variables).toContain(variable);

@@ -34,6 +34,8 @@ export type StorageConfig =
       forcePathStyle: boolean;
       /** How long a request to the store may stay silent (connecting, or between bytes) before it fails. */
       timeoutMs: number;
+      /** When the SDK checksums requests and responses: only where required (S3-compatible stores) or wherever supported. */
+      checksums: 'when_required' | 'when_supported';
     };
 
 /** The six curated sandbox tools, in the order they are listed to models. */
@@ -225,6 +227,7 @@ const EnvironmentSchema = z.object({
   S3_FORCE_PATH_STYLE: booleanFlag(false),
   S3_PUBLIC_ENDPOINT: httpUrl,
   S3_TIMEOUT_MS: integer(30_000, 100, 600_000),
+  S3_REQUEST_CHECKSUMS: choice(['when_required', 'when_supported'], 'when_required'),
   MORDN_PUBLIC_URL: httpUrl,
   MORDN_SIGNING_SECRET: optionalString,
   MORDN_DOWNLOAD_URL_TTL_SECONDS: integer(900, 60, 3600),
@@ -298,6 +301,7 @@ function parseStorage(environment: Environment, problems: Problem[]): StorageCon
     ...(environment.S3_PUBLIC_ENDPOINT ? { publicEndpoint: environment.S3_PUBLIC_ENDPOINT.origin } : {}),
     forcePathStyle: environment.S3_FORCE_PATH_STYLE,
     timeoutMs: environment.S3_TIMEOUT_MS,
+    checksums: environment.S3_REQUEST_CHECKSUMS,
   };
 }
 

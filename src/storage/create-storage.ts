@@ -16,7 +16,7 @@ import { loadOrCreateSigningSecret } from './signing-secret.js';
 export async function createStorage(config: Config): Promise<StorageSetup> {
   const urlTtlSeconds = config.downloadUrlTtlSeconds;
   if (config.storage.kind === 's3') {
-    const { bucket, region, endpoint, publicEndpoint, forcePathStyle, timeoutMs } = config.storage;
+    const { bucket, region, endpoint, publicEndpoint, forcePathStyle, timeoutMs, checksums } = config.storage;
     return {
       storage: createS3Storage({
         bucket,
@@ -25,6 +25,7 @@ export async function createStorage(config: Config): Promise<StorageSetup> {
         ...(publicEndpoint === undefined ? {} : { publicEndpoint }),
         forcePathStyle,
         timeoutMs,
+        checksums,
         urlTtlSeconds,
       }),
     };

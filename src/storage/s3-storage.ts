@@ -30,9 +30,21 @@ export interface S3ClientOptions {
    * answering would hold every upload and its spooled file indefinitely.
    */
   timeoutMs?: number;
+  /**
+   * When the SDK adds checksums to requests and validates them on responses (default
+   * `when_required`). `when_supported` is the SDK's own default and suits AWS S3; several
+   * S3-compatible servers (Ceph 16.2's gateway among them) refuse or mangle the `aws-chunked`
+   * bodies with trailing CRC32 checksums it then sends.
+   */
+  checksums?: S3ChecksumPolicy;
 }
 
+/** `when_required`: only where an operation demands a checksum; `when_supported`: wherever one fits. */
+export type S3ChecksumPolicy = 'when_required' | 'when_supported';
+
 const DEFAULT_TIMEOUT_MS = 30_000;
+
+const SDK_CHECKSUM_POLICY = { when_required: 'WHEN_REQUIRED', when_supported: 'WHEN_SUPPORTED' } as const;
 
 export interface S3StorageOptions extends Omit<S3ClientOptions, 'credentials'> {
   /** A private bucket: nothing here sets ACLs or hands out unsigned URLs. */
@@ -55,9 +67,10 @@ export interface S3StorageOptions extends Omit<S3ClientOptions, 'credentials'> {
 const SILENT_LOGGER = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 /**
- * An S3 client that works against AWS and S3-compatible servers alike. The SDK's default
- * `aws-chunked` uploads with trailing checksums are turned off: several S3-compatible servers do
- * not decode them and would store the chunk framing as the object's bytes.
+ * An S3 client that works against AWS and S3-compatible servers alike. Unless `checksums` says
+ * `when_supported`, the SDK's default `aws-chunked` uploads with trailing checksums are turned
+ * off: several S3-compatible servers do not decode them, and would refuse the upload or store the
+ * chunk framing as the object's bytes.
  *
  * @example
  * const client = createS3Client({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true });
@@ -68,8 +81,8 @@ export function createS3Client(options: S3ClientOptions): S3Client {
     ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
     forcePathStyle: options.forcePathStyle,
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestChecksumCalculation: SDK_CHECKSUM_POLICY[options.checksums ?? 'when_required'],
+    responseChecksumValidation: SDK_CHECKSUM_POLICY[options.checksums ?? 'when_required'],
     requestHandler: {
       connectionTimeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       // An inactivity bound, not a total one: a large upload that keeps moving is never cut.
@@ -138,6 +151,7 @@ export function createS3Storage(options: S3StorageOptions): FileStorage {
           endpoint: options.publicEndpoint,
           forcePathStyle: options.forcePathStyle,
           credentials: client.config.credentials,
+          ...(options.checksums === undefined ? {} : { checksums: options.checksums }),
         });
   const now = options.now ?? Date.now;
 
