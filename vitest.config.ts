@@ -22,6 +22,7 @@ const DATABASE_FREE = [
   'test/request-fuzz.test.ts',
   'test/fault-disk-full.test.ts',
   'test/fault-storage.test.ts',
+  'test/fault-sandbox-backend.test.ts',
 ];
 const POSTGRES_ONLY = ['test/replicas.test.ts', 'test/fault-postgres.test.ts'];
 const END_TO_END = 'test/e2e/**';

@@ -65,9 +65,13 @@ interface Entry {
  */
 export function createSupervisorPool(options: SupervisorPoolOptions): SupervisorPool {
   const entries = new Map<string, Entry>();
-  /** Stops in progress: a new supervisor of the workspace waits for the old one to be gone. */
+  /**
+   * Stops in progress: a new supervisor of the workspace waits for the old one to be gone. They
+   * never reject: a stop that failed (its runtime unreachable, say) must not fail every later start.
+   */
   const stopping = new Map<string, Promise<void>>();
 
+  /** Stops the entry's supervisor; rejects when that stop failed (the pool forgets it either way). */
   const stopEntry = async (workspaceId: string, entry: Entry) => {
     clearTimeout(entry.idleTimer);
     if (entries.get(workspaceId) === entry) entries.delete(workspaceId);
@@ -76,17 +80,23 @@ export function createSupervisorPool(options: SupervisorPoolOptions): Supervisor
       await supervisor?.stop();
     })();
     const previous = stopping.get(workspaceId) ?? Promise.resolve();
-    const all = Promise.all([previous, stopped]).then(() => undefined);
+    const all = Promise.all([previous, stopped.catch(() => undefined)]).then(() => undefined);
     stopping.set(workspaceId, all);
     await all;
     if (stopping.get(workspaceId) === all) stopping.delete(workspaceId);
+    await stopped;
+  };
+
+  /** A stop nobody waits for (idle, or after the supervisor died): its failure has no one to tell. */
+  const stopInBackground = (workspaceId: string, entry: Entry) => {
+    stopEntry(workspaceId, entry).catch(() => undefined);
   };
 
   const scheduleIdleStop = (workspaceId: string, entry: Entry) => {
     clearTimeout(entry.idleTimer);
     if (entry.supervisor?.connection.running !== 0) return;
     entry.idleTimer = setTimeout(() => {
-      if (entry.supervisor?.connection.running === 0) void stopEntry(workspaceId, entry);
+      if (entry.supervisor?.connection.running === 0) stopInBackground(workspaceId, entry);
     }, options.idleMs);
     entry.idleTimer.unref();
   };
@@ -123,7 +133,7 @@ export function createSupervisorPool(options: SupervisorPoolOptions): Supervisor
     entry.supervisor = supervisor;
     void supervisor.connection.whenClosed.then(() => {
       // Gone on its own (killed, crashed): its boundary is torn down now, not at the next call.
-      if (entries.get(workspaceId) === entry) void stopEntry(workspaceId, entry);
+      if (entries.get(workspaceId) === entry) stopInBackground(workspaceId, entry);
     });
     return supervisor;
   };
