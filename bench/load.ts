@@ -36,6 +36,8 @@ interface ScenarioOptions {
   kinds: TurnKind[];
   /** Whether a steady stream of uploads runs beside the chats. */
   uploads: boolean;
+  /** Added to the service's environment. */
+  environment?: Record<string, string>;
 }
 
 interface ScenarioResult {
@@ -123,6 +125,7 @@ async function runScenario(options: ScenarioOptions): Promise<ScenarioResult> {
       MORDN_MODEL: 'openai-compatible:bench',
       MORDN_MODEL_BASE_URL: options.modelBaseUrl,
       MORDN_LOG_LEVEL: process.env.MORDN_LOG_LEVEL ?? 'info',
+      ...options.environment,
       ...(options.sandbox
         ? {
             MORDN_SANDBOX_ENABLED: 'true',
@@ -256,6 +259,12 @@ function printScenario(title: string, result: ScenarioResult, withTargets: boole
       target: target(`≤ ${CPU_PER_STREAM_TARGET_MS} ms`, cpuMs <= CPU_PER_STREAM_TARGET_MS),
     },
     {
+      // The model sends DELTAS; the service joins those that follow one another closely.
+      measure: `text-delta chunks per stream at the client (of ${DELTAS} sent)`,
+      value: `median ${median(turns.map((turn) => turn.textDeltas))}`,
+      target: '',
+    },
+    {
       measure: 'service RSS start / peak / end',
       value: `${mib(result.rssKiB.start)} / ${mib(result.rssKiB.peak)} / ${mib(result.rssKiB.end)} MiB`,
       target: '',
@@ -319,7 +328,8 @@ function printScenario(title: string, result: ScenarioResult, withTargets: boole
  * scripted OpenAI-compatible model in its own process streaming `DELTAS` deltas `DELTA_DELAY_MS`
  * apart (the first at once), the load generator pinned to the other core.
  * - pure chat: `streams` users each sending one message (targets: first text-delta p99
- *   ≤ 250 ms, ≤ 10 ms of service CPU per stream, every stream complete);
+ *   ≤ 250 ms, ≤ 10 ms of service CPU per stream, every stream complete), run first with every
+ *   delta sent alone (`MORDN_CHAT_COALESCE_MS=0`) as the baseline, then as configured by default;
  * - mixed, reported only: a third of the streams call `sandbox_exec` through the model's tool
  *   call, one writes and publishes a file, beside a steady stream of uploads.
  */
@@ -329,16 +339,25 @@ export async function benchLoad(options: { streams?: number } = {}) {
   const model = await startBenchProcess('scripted-model', { core: 1 });
   const modelBaseUrl = `http://127.0.0.1:${model.port}/v1`;
   try {
-    const pure = await runScenario({
+    const pureKinds = Array.from({ length: streams }, () => 'text' as const);
+    // The baseline in the same run: every delta sent on alone, as the model sent it.
+    const each = await runScenario({
       modelBaseUrl,
       sandbox: false,
-      kinds: Array.from({ length: streams }, () => 'text' as const),
+      kinds: pureKinds,
       uploads: false,
+      environment: { MORDN_CHAT_COALESCE_MS: '0' },
     });
+    const pure = await runScenario({ modelBaseUrl, sandbox: false, kinds: pureKinds, uploads: false });
     const heading = (name: string) =>
       `Load, ${name}: ${streams} concurrent streams × ${DELTAS} deltas ${DELTA_DELAY_MS} ms apart (service on core 0, ` +
       `${pinned ? 'model and load generator on core 1' : 'unpinned'}; SQLite, fs storage)`;
-    const pureFigures = printScenario(heading('pure chat'), pure, true);
+    const eachFigures = printScenario(heading('pure chat, baseline with MORDN_CHAT_COALESCE_MS=0'), each, false);
+    const pureFigures = printScenario(heading('pure chat (default MORDN_CHAT_COALESCE_MS)'), pure, true);
+    console.log(
+      `coalesced vs baseline: service CPU per stream ${(pureFigures.cpuMs / eachFigures.cpuMs).toFixed(3)}×, ` +
+        `first text-delta p50 ${(pureFigures.p50 / eachFigures.p50).toFixed(3)}×, p99 ${(pureFigures.p99 / eachFigures.p99).toFixed(3)}×`,
+    );
     const mixedKinds = Array.from(
       { length: streams },
       (_, index): TurnKind => (index === 1 ? 'publish' : index % 3 === 0 ? 'exec' : 'text'),

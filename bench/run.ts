@@ -4,6 +4,7 @@ import { benchHealth } from './health.js';
 import { benchLoad } from './load.js';
 import { benchMcpMemory } from './mcp-memory.js';
 import { benchSandbox } from './sandbox.js';
+import { benchSdkFloor } from './sdk-floor.js';
 import { benchSoak } from './soak.js';
 import { benchUploads } from './uploads.js';
 
@@ -12,7 +13,7 @@ type BenchFlags = Record<string, number>;
 
 /**
  * `npm run bench -- <name>… [--flag value]…`; with no name, every benchmark runs except `soak`
- * (minutes long: run it by name). Flags: `--streams N` (load, default 200), `--minutes N` (soak,
+ * (minutes long: run it by name). Flags: `--streams N` (load and sdk-floor, default 200), `--minutes N` (soak,
  * default 10) and `--sample-seconds N` (soak, default 60).
  */
 const BENCHMARKS: Record<string, (flags: BenchFlags) => Promise<unknown>> = {
@@ -23,6 +24,7 @@ const BENCHMARKS: Record<string, (flags: BenchFlags) => Promise<unknown>> = {
   docker: () => benchDocker(),
   'mcp-memory': () => benchMcpMemory(),
   load: (flags) => benchLoad(flags.streams === undefined ? {} : { streams: flags.streams }),
+  'sdk-floor': (flags) => benchSdkFloor(flags.streams === undefined ? {} : { streams: flags.streams }),
   soak: (flags) =>
     benchSoak({
       ...(flags.minutes === undefined ? {} : { minutes: flags.minutes }),

@@ -9,6 +9,7 @@ import { createServiceAttachmentStorage } from '../src/chat/service-attachment-s
 import type { ModelConfig } from '../src/config.js';
 import type { AppDependencies } from '../src/dependencies.js';
 import { ServiceError } from '../src/errors.js';
+import { createApiDispatcher } from '../src/hosted/api-fetch.js';
 import { createHostedSandboxes } from '../src/hosted/create-hosted-sandboxes.js';
 import {
   DEFAULT_STREAM_TIMEOUT_MS,
@@ -45,6 +46,8 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
   // A provider's model object is stateless but costly to build (it compiles its response schemas):
   // one per model id serves every request.
   const models = new Map<string, ReturnType<typeof createLanguageModel>>();
+  // Every turn builds its own sandbox integration; they share one pool of loopback connections.
+  const apiDispatcher = createApiDispatcher();
   const modelFor = (modelConfig: ModelConfig, modelId?: string) => {
     const key = modelId ?? modelConfig.modelId;
     let model = models.get(key);
@@ -90,9 +93,11 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
               apiKey,
               selfBaseUrl,
               requestId: c.get('requestId'),
+              dispatcher: apiDispatcher,
               onWarning: (message) => deps.logger.warn({ requestId: c.get('requestId') }, message),
             }),
       streamTimeoutMs,
+      coalesceMs: deps.config.chatCoalesceMs,
       onError: (error) => deps.logger.error({ requestId: c.get('requestId'), err: error }, 'chat failed'),
       onInterrupted: ({ reason }) => deps.logger.info({ requestId: c.get('requestId'), reason }, 'chat interrupted'),
     });

@@ -138,6 +138,8 @@ export interface Config {
    * upload body that sends nothing for this long is abandoned.
    */
   requestIdleTimeoutMs: number;
+  /** Text deltas of one part that follow the last one sent within this many ms travel as one (0: each alone). */
+  chatCoalesceMs: number;
   /** Every secret value found in the configuration, so logs and outputs can scrub them. */
   secretValues: string[];
 }
@@ -274,6 +276,7 @@ const EnvironmentSchema = z.object({
   MORDN_SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000),
   // At most Node's 300 s whole-request timeout, which a request head must also fit within.
   MORDN_REQUEST_IDLE_TIMEOUT_MS: integer(30_000, 100, 300_000),
+  MORDN_CHAT_COALESCE_MS: integer(10, 0, 1_000),
 });
 
 type Environment = z.output<typeof EnvironmentSchema>;
@@ -493,6 +496,7 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
     logLevel: parsed.MORDN_LOG_LEVEL,
     shutdownTimeoutMs: parsed.MORDN_SHUTDOWN_TIMEOUT_MS,
     requestIdleTimeoutMs: parsed.MORDN_REQUEST_IDLE_TIMEOUT_MS,
+    chatCoalesceMs: parsed.MORDN_CHAT_COALESCE_MS,
     secretValues: collectSecrets(environment, parsed.DATABASE_URL),
   };
   // A variable already refused on its own is not reported again by a rule that read its default.

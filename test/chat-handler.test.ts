@@ -125,6 +125,60 @@ describe('createChatHandler', () => {
   });
 });
 
+describe('text deltas on the way to the client', () => {
+  /** A model that streams `count` numbered words at once, as a busy connection delivers them. */
+  function burstModel(count: number) {
+    const words = Array.from({ length: count }, (_, index) => `${index === 0 ? '' : ' '}w${index}`);
+    const model = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: new ReadableStream({
+          start(controller) {
+            controller.enqueue({ type: 'text-start', id: 't' });
+            for (const word of words) controller.enqueue({ type: 'text-delta', id: 't', delta: word });
+            controller.enqueue({ type: 'text-end', id: 't' });
+            controller.enqueue({
+              type: 'finish',
+              finishReason: { unified: 'stop', raw: 'stop' },
+              usage: {
+                inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+                outputTokens: { total: count, text: count, reasoning: 0 },
+              },
+            });
+            controller.close();
+          },
+        }),
+      }),
+    });
+    return { model, text: words.join('') };
+  }
+
+  const deltasOf = (chunks: Awaited<ReturnType<typeof readUiChunks>>) =>
+    chunks.flatMap((chunk) => (chunk.type === 'text-delta' ? [chunk.delta] : []));
+
+  it('joins deltas that come together, sending the first alone, with the same text streamed and stored', async () => {
+    const { model, text } = burstModel(200);
+    const chat = await handler({ model });
+    const deltas = deltasOf(await readUiChunks(await chat.POST(post(chatBody('burst', 'hi')))));
+    expect(deltas[0]).toBe('w0');
+    expect(deltas.length).toBeLessThan(10);
+    expect(deltas.join('')).toBe(text);
+    const history = await readJson(
+      await chat.GET(new Request('http://api.example/chat?chatId=burst', { headers: { 'x-user': 'alice' } })),
+    );
+    expect(history.messages[1].parts.filter((part: { type: string }) => part.type === 'text')).toEqual([
+      expect.objectContaining({ text, state: 'done' }),
+    ]);
+  });
+
+  it('passes every delta on as the model sent it with coalesceMs 0', async () => {
+    const { model, text } = burstModel(200);
+    const chat = await handler({ model, coalesceMs: 0 });
+    const deltas = deltasOf(await readUiChunks(await chat.POST(post(chatBody('each', 'hi')))));
+    expect(deltas).toHaveLength(200);
+    expect(deltas.join('')).toBe(text);
+  });
+});
+
 describe('replayed tool approvals and results', () => {
   it('never executes a tool from a replayed approval or result, wherever the body puts it', async () => {
     let executions = 0;

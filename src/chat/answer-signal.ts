@@ -1,3 +1,4 @@
+import { JsonToSseTransformStream, UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from 'ai';
 import { ServiceError } from '../errors.js';
 import type { InterruptionReason } from './interrupted-message.js';
 
@@ -14,7 +15,7 @@ export interface AnswerSignal {
 
 /**
  * One signal for setup, discovery and the whole answer, fired by the first of: the request's own
- * signal (`stop`), a response nobody reads any more (`disconnect`, see `watchResponseReader`) and
+ * signal (`stop`), a response nobody reads any more (`disconnect`, see `answerResponse`) and
  * the deadline (`timeout`, aborting with a 502 `UPSTREAM_UNAVAILABLE` so setup can answer it).
  *
  * @example
@@ -52,24 +53,40 @@ export function createAnswerSignal(request: Request, timeoutMs: number): AnswerS
 }
 
 /**
- * The same response with its body watched: when whoever reads it cancels the body before the end
- * (the connection under it broke), `onAbandoned` runs. Runtimes that never abort a request's
- * signal show a client that left only this way.
+ * The answer's UI message stream as an SSE response (the SDK's own headers and event encoder),
+ * its body watched: when whoever reads it cancels before the end (the connection under it broke)
+ * `onAbandoned` runs, and the stream is still read to its end, so the answer so far is stored
+ * and the model's connection closes. Runtimes that never abort a request's signal show a client
+ * that left only this way.
  */
-export function watchResponseReader(response: Response, onAbandoned: () => void): Response {
-  const body = response.body;
-  if (!body) return response;
-  const reader = body.getReader();
-  const watched = new ReadableStream<Uint8Array>({
+export function answerResponse(
+  stream: ReadableStream<UIMessageChunk>,
+  options: { headers: Record<string, string>; onAbandoned: () => void },
+): Response {
+  const events = stream.pipeThrough(new JsonToSseTransformStream()).getReader();
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const { done, value } = await reader.read();
+      const { done, value } = await events.read();
       if (done) controller.close();
-      else controller.enqueue(value);
+      else controller.enqueue(encoder.encode(value));
     },
-    cancel(reason) {
-      onAbandoned();
-      return reader.cancel(reason);
+    cancel() {
+      options.onAbandoned();
+      void drain(events);
     },
   });
-  return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
+  const headers = new Headers(UI_MESSAGE_STREAM_HEADERS);
+  for (const [name, value] of Object.entries(options.headers)) headers.set(name, value);
+  return new Response(body, { headers });
+}
+
+async function drain(reader: ReadableStreamDefaultReader<unknown>): Promise<void> {
+  try {
+    while (!(await reader.read()).done) {
+      // Nobody reads these any more; the answer's own stages store it as it ends.
+    }
+  } catch {
+    // The answer's failure is reported where it happens (the handler's onError).
+  }
 }

@@ -13,16 +13,8 @@ const FILE = {
   size: 42,
 };
 
-async function run(relay: ReturnType<typeof createArtifactRelay>, chunks: UIMessageChunk[]): Promise<UIMessageChunk[]> {
-  const output: UIMessageChunk[] = [];
-  const source = new ReadableStream<UIMessageChunk>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(chunk);
-      controller.close();
-    },
-  });
-  for await (const chunk of source.pipeThrough(relay.stage())) output.push(chunk);
-  return output;
+function run(relay: ReturnType<typeof createArtifactRelay>, chunks: UIMessageChunk[]): UIMessageChunk[] {
+  return chunks.flatMap((chunk) => relay.pass(chunk));
 }
 
 const toolOutput = (toolCallId: string): UIMessageChunk => ({ type: 'tool-output-available', toolCallId, output: {} });
@@ -54,7 +46,7 @@ describe('artifact carriers', () => {
   it("emits a carrier's strict file chunk right after its tool result, never before", async () => {
     const relay = createArtifactRelay();
     relay.accept(mintArtifactCarrier('call-3', FILE));
-    const output = await run(relay, [
+    const output = run(relay, [
       { type: 'tool-input-available', toolCallId: 'call-3', toolName: 'sandbox_publish_file', input: {} },
       toolOutput('other-call'),
       toolOutput('call-3'),
@@ -81,7 +73,7 @@ describe('artifact carriers', () => {
     const forged = { toolCallId: 'call-4', file: FILE };
     relay.accept(forged as never);
     relay.accept(JSON.parse(JSON.stringify(mintArtifactCarrier('call-4', FILE))));
-    const output = await run(relay, [
+    const output = run(relay, [
       { type: 'file', url: 'data:text/plain;base64,SGk=', mediaType: 'text/plain' },
       toolOutput('call-4'),
     ]);

@@ -18,10 +18,12 @@ export function artifactChunk(carrier: ArtifactCarrier): UIMessageChunk {
 }
 
 /**
- * The handler's artifact sink and the stream stage that uses it. `accept` is the `onArtifact`
- * given to the managed integration: it takes only carriers minted in this process and holds each
- * until its tool call's result has passed, so a download card never precedes the tool result.
- * The stage drops every other `file` chunk — provider-generated files never become downloads.
+ * The handler's artifact sink and the step of the answer's stream that uses it. `accept` is the
+ * `onArtifact` given to the managed integration: it takes only carriers minted in this process
+ * and holds each until its tool call's result has passed, so a download card never precedes the
+ * tool result. `pass` maps each chunk to what goes on in its place: every `file` chunk is
+ * dropped — provider-generated files never become downloads — and a tool result is followed by
+ * its call's carriers.
  */
 export function createArtifactRelay(onRejected?: (value: unknown) => void) {
   const pending = new Map<string, ArtifactCarrier[]>();
@@ -33,17 +35,12 @@ export function createArtifactRelay(onRejected?: (value: unknown) => void) {
       }
       pending.set(carrier.toolCallId, [...(pending.get(carrier.toolCallId) ?? []), carrier]);
     },
-    stage(): TransformStream<UIMessageChunk, UIMessageChunk> {
-      return new TransformStream({
-        transform(chunk, controller) {
-          if (chunk.type === 'file') return;
-          controller.enqueue(chunk);
-          if (chunk.type === 'tool-output-available') {
-            for (const carrier of pending.get(chunk.toolCallId) ?? []) controller.enqueue(artifactChunk(carrier));
-            pending.delete(chunk.toolCallId);
-          }
-        },
-      });
+    pass(chunk: UIMessageChunk): readonly UIMessageChunk[] {
+      if (chunk.type === 'file') return [];
+      if (chunk.type !== 'tool-output-available') return [chunk];
+      const carriers = pending.get(chunk.toolCallId) ?? [];
+      pending.delete(chunk.toolCallId);
+      return [chunk, ...carriers.map(artifactChunk)];
     },
   };
 }

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
-  consumeStream,
   convertToModelMessages,
   createUIMessageStream,
-  createUIMessageStreamResponse,
   type LanguageModel,
   stepCountIs,
   streamText,
@@ -17,8 +15,9 @@ import { readBodyWithLimit } from '../http/json-body.js';
 import { normalizeError, problemResponse } from '../http/problem.js';
 import { failureText, isErrorChunkEcho } from './answer-failures.js';
 import { createAnswerReporter } from './answer-reporter.js';
-import { createAnswerSignal, watchResponseReader } from './answer-signal.js';
+import { answerResponse, createAnswerSignal } from './answer-signal.js';
 import { createArtifactRelay } from './artifact-stream.js';
+import { withCoalescedDeltas } from './coalesce-deltas.js';
 import { endOnInterruption } from './end-on-interruption.js';
 import { canonicalizeFileParts, referencedStoragePaths } from './file-parts.js';
 import { resignedHistory } from './history.js';
@@ -76,6 +75,12 @@ export interface CreateChatHandlerOptions {
   /** Model steps per answer (tool calls and their follow-ups), default 8. */
   maxSteps?: number;
   /**
+   * Deltas of one text or reasoning part that follow the last one sent within this many
+   * milliseconds travel as one (default 10; 0 sends each as the model does). The first delta of
+   * every part is never held. Applies to model objects (`LanguageModelV3`), not to id strings.
+   */
+  coalesceMs?: number;
+  /**
    * Called with unexpected errors (their details never reach the client). Not called for what an
    * interruption causes: that is one `onInterrupted` call.
    */
@@ -102,6 +107,7 @@ export interface ChatHandler {
 
 const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
 const MAX_REQUEST_BYTES = 1024 * 1024;
+const DEFAULT_COALESCE_MS = 10;
 /** The path useChat's default transport reconnects to: `${api}/${chatId}/stream`. */
 const RESUME_PATH = /\/([^/]+)\/stream\/?$/;
 const PUBLISH_FIRST =
@@ -272,7 +278,10 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
         for (const [name, tool] of Object.entries(sandbox.tools)) if (RESERVED_TOOL_NAMES.has(name)) tools[name] = tool;
       }
 
-      const model = typeof options.model === 'function' ? options.model(context.config) : options.model;
+      const model = withCoalescedDeltas(
+        typeof options.model === 'function' ? options.model(context.config) : options.model,
+        options.coalesceMs ?? DEFAULT_COALESCE_MS,
+      );
       const stream = createUIMessageStream({
         originalMessages: conversation,
         execute: ({ writer }) => {
@@ -288,9 +297,7 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
             // The SDK's default prints the whole error, request body (the conversation) included.
             onError: ({ error }) => report.failed(error),
           });
-          writer.merge(
-            endOnInterruption(result.toUIMessageStream({ sendReasoning: false }).pipeThrough(relay.stage()), answer),
-          );
+          writer.merge(endOnInterruption(result.toUIMessageStream({ sendReasoning: false }), answer, relay.pass));
         },
         onError: (error) => {
           if (!isErrorChunkEcho(error)) report.failed(error);
@@ -308,13 +315,10 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
           }
         },
       });
-      const response = createUIMessageStreamResponse({
-        stream,
+      return answerResponse(stream, {
         headers: { 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', ...corsHeaders(request) },
-        // Keep reading when the client leaves, so the answer so far is saved and connections close.
-        consumeSseStream: ({ stream: copy }) => consumeStream({ stream: copy }),
+        onAbandoned: answer.disconnect,
       });
-      return watchResponseReader(response, answer.disconnect);
     } catch (error) {
       await finish();
       report.interrupted(answer.interruption);

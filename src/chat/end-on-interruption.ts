@@ -3,17 +3,19 @@ import { failureText } from './answer-failures.js';
 import type { AnswerSignal } from './answer-signal.js';
 
 /**
- * `stream` until the answer is interrupted, then one closing chunk and the end: an `error` chunk
+ * `stream`, each chunk mapped by `pass` (what goes on in its place: none, itself, or more), until
+ * the answer is interrupted, then one closing chunk and the end: an `error` chunk
  * saying the answer took too long for a timeout (its client is still reading), an `abort` chunk
  * otherwise. The answer ends at once even when something upstream ignores the abort — a tool that
  * never settles would otherwise hold the stream, and the stored answer, open for good.
  *
  * @example
- * writer.merge(endOnInterruption(result.toUIMessageStream(), answer));
+ * writer.merge(endOnInterruption(result.toUIMessageStream(), answer, relay.pass));
  */
 export function endOnInterruption(
   stream: ReadableStream<UIMessageChunk>,
   answer: AnswerSignal,
+  pass: (chunk: UIMessageChunk) => readonly UIMessageChunk[] = (chunk) => [chunk],
 ): ReadableStream<UIMessageChunk> {
   const reader = stream.getReader();
   let ended = false;
@@ -35,20 +37,25 @@ export function endOnInterruption(
       stopWatching = () => answer.signal.removeEventListener('abort', end);
     },
     async pull(controller) {
-      let next: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        next = await reader.read();
-      } catch (error) {
+      // One read may map to nothing (a dropped chunk): read on until something goes out.
+      for (;;) {
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          if (ended) return;
+          throw error;
+        }
         if (ended) return;
-        throw error;
-      }
-      if (ended) return;
-      if (next.done) {
-        ended = true;
-        stopWatching();
-        controller.close();
-      } else {
-        controller.enqueue(next.value);
+        if (next.done) {
+          ended = true;
+          stopWatching();
+          controller.close();
+          return;
+        }
+        const out = pass(next.value);
+        for (const chunk of out) controller.enqueue(chunk);
+        if (out.length > 0) return;
       }
     },
     cancel(reason) {

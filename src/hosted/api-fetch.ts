@@ -115,6 +115,15 @@ export function createOriginFetch(options: OriginFetchOptions): typeof fetch {
  * await apiFetch(`${origin}/v1/sandbox/mcp`, { method: 'POST', headers, body }); // allowed
  * await apiFetch(`${origin}/v1/admin/tenants`); // TypeError, nothing sent
  */
+/**
+ * A connection pool for API fetches that many integrations share (the service's own chat route
+ * builds one integration per request; each would otherwise open its own connections). Its
+ * timeouts are the ceiling of one exchange, which every fetch bounds further itself.
+ */
+export function createApiDispatcher(): Dispatcher {
+  return new Agent({ headersTimeout: MAX_API_REQUEST_MS, bodyTimeout: MAX_API_REQUEST_MS });
+}
+
 export function createApiFetch(options: ApiFetchOptions): typeof fetch {
   return createOriginFetch({
     ...options,

@@ -1,5 +1,6 @@
 import { createMCPClient } from '@ai-sdk/mcp';
 import type { Tool, ToolSet } from 'ai';
+import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import { isSandboxEnabled } from '../agents/config-schema.js';
 import { isAnonymousUserId, rejectAnonymousUser } from '../auth/user-id.js';
@@ -26,6 +27,8 @@ export interface HostedOptions {
   requestId?: string;
   /** Logs why a publish produced no download, or why the status could not be read (never secrets). */
   onWarning?(message: string): void;
+  /** A connection pool shared with other integrations (see `createApiDispatcher`); default a private one. */
+  dispatcher?: Dispatcher;
 }
 
 const API_PATHS = [/^\/v1\/sandbox\/status$/, /^\/v1\/sandbox\/mcp$/, /^\/v1\/uploads\/resign$/];
@@ -86,7 +89,11 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
     ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
     ...(options.selfBaseUrl === undefined ? {} : { selfBaseUrl: options.selfBaseUrl }),
   });
-  const apiFetch = createApiFetch({ origin, allowedPaths: API_PATHS });
+  const apiFetch = createApiFetch({
+    origin,
+    allowedPaths: API_PATHS,
+    ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+  });
   const headersFor = (context: ChatRequestContext) => ({
     Authorization: `Bearer ${options.apiKey}`,
     'X-Chat-User': context.userId,
