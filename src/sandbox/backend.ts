@@ -5,11 +5,12 @@ import type { Readable } from 'node:stream';
  * Workspaces are named by an opaque id the service assigns (never a user-supplied value); paths
  * are relative to the workspace root (`/workspace` inside the sandbox).
  *
- * Implementations: `bwrap` (embedded default) and, later, `docker`. Both must pass the backend
- * contract suite in `test/support/sandbox-backend-contract.ts`.
+ * Implementations: `bwrap` (embedded default) and `docker`; `kubernetes` is designed in
+ * `docs/kubernetes-sandbox-backend.md`. Each must pass the backend contract suite in
+ * `test/support/sandbox-backend-contract.ts`.
  */
 export interface SandboxBackend {
-  readonly kind: 'bwrap' | 'docker';
+  readonly kind: 'bwrap' | 'docker' | 'kubernetes';
 
   /**
    * Readiness: runs a real, trivial sandboxed command and throws if the backend cannot currently
