@@ -25,6 +25,13 @@ describeFileStorageContract('fs', async ({ urlTtlSeconds, now }) => {
   };
 });
 
+/** Where a presigned S3 URL carries its signature, file name and media type (AWS, s3rver and radosgw alike). */
+const S3_URL_PARAMETERS = {
+  signature: 'X-Amz-Signature',
+  filename: 'response-content-disposition',
+  mediaType: 'response-content-type',
+};
+
 describeFileStorageContract('s3', async ({ urlTtlSeconds, now }) => {
   const server = await startS3Server();
   const client = createS3Client({
@@ -44,11 +51,7 @@ describeFileStorageContract('s3', async ({ urlTtlSeconds, now }) => {
       now,
     }),
     fetchDownload: (url) => fetch(url),
-    parameters: {
-      signature: 'X-Amz-Signature',
-      filename: 'response-content-disposition',
-      mediaType: 'response-content-type',
-    },
+    parameters: S3_URL_PARAMETERS,
     // The bucket answers downloads itself: s3rver (like S3) sets no X-Content-Type-Options.
     servesSecurityHeaders: false,
     effects: async () => ({ requests: server.requestCount(), files: await listFiles(server.directory) }),
@@ -127,11 +130,7 @@ describe.skipIf(gateway === undefined)('radosgw', () => {
     return {
       storage: radosgwStorage(bucket, { urlTtlSeconds, now }),
       fetchDownload: (url) => fetch(url),
-      parameters: {
-        signature: 'X-Amz-Signature',
-        filename: 'response-content-disposition',
-        mediaType: 'response-content-type',
-      },
+      parameters: S3_URL_PARAMETERS,
       servesSecurityHeaders: false,
       effects: () => bucket.keys(),
       cleanup: () => bucket.close(),

@@ -1,11 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hostProcesses } from '../../../test/support/host-processes.js';
-import { packageRoot } from '../../package-root.js';
+import { spawnPlainSupervisor } from '../../../test/support/plain-supervisor.js';
 import type { SandboxProcess } from '../runtime/sandbox-process.js';
-import { connectSupervisor, type SupervisorConnection } from './supervisor-connection.js';
+import type { SupervisorConnection } from './supervisor-connection.js';
 
 /**
  * The supervisor protocol end to end against the real `supervisor.py`, run here as a plain child
@@ -14,15 +14,9 @@ import { connectSupervisor, type SupervisorConnection } from './supervisor-conne
 const children: ChildProcess[] = [];
 
 function startSupervisor(): { child: ChildProcess; connection: SupervisorConnection } {
-  const child = spawn('/usr/bin/python3', ['-I', '-S', `${packageRoot()}/src/sandbox/supervisor/supervisor.py`], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  const connection = connectSupervisor({
-    stdin: child.stdin as NonNullable<ChildProcess['stdin']>,
-    stdout: child.stdout as Readable,
-  });
-  return { child, connection };
+  const started = spawnPlainSupervisor();
+  children.push(started.child);
+  return started;
 }
 
 afterEach(() => {

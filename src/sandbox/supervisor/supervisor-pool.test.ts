@@ -1,14 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { tmpdir } from 'node:os';
-import type { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../package-root.js';
+import { spawnPlainSupervisor } from '../../../test/support/plain-supervisor.js';
 import type { SandboxProcess } from '../runtime/sandbox-process.js';
-import { connectSupervisor, type SupervisorConnection } from './supervisor-connection.js';
+import type { SupervisorConnection } from './supervisor-connection.js';
+import { createSupervisorPool, type StartedSupervisor } from './supervisor-pool.js';
 
 type SpawnOptions = Parameters<SupervisorConnection['spawn']>[1];
-
-import { createSupervisorPool, type StartedSupervisor } from './supervisor-pool.js';
 
 /** Real `supervisor.py` children, as a backend would start them inside its sandboxes. */
 const children: ChildProcess[] = [];
@@ -19,14 +17,8 @@ afterEach(() => {
 
 /** A supervisor whose stop kills it and then fails, as a runtime that went away does (dockerd). */
 async function startSupervisor(options: { stopFails: boolean }): Promise<StartedSupervisor> {
-  const child = spawn('/usr/bin/python3', ['-I', '-S', `${packageRoot()}/src/sandbox/supervisor/supervisor.py`], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const { child, connection } = spawnPlainSupervisor();
   children.push(child);
-  const connection = connectSupervisor({
-    stdin: child.stdin as NonNullable<ChildProcess['stdin']>,
-    stdout: child.stdout as Readable,
-  });
   await connection.ready;
   // Commands run in /workspace inside a sandbox; here, on the host, in the temporary directory.
   const onHost: SupervisorConnection = Object.create(connection, {
