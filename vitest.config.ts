@@ -24,7 +24,7 @@ const DATABASE_FREE = [
   'test/fault-storage.test.ts',
   'test/fault-sandbox-backend.test.ts',
 ];
-const POSTGRES_ONLY = ['test/replicas.test.ts', 'test/fault-postgres.test.ts'];
+const POSTGRES_ONLY = ['test/replicas.test.ts', 'test/sandbox-tokens-replicas.test.ts', 'test/fault-postgres.test.ts'];
 const END_TO_END = 'test/e2e/**';
 export default defineConfig({
   test: {

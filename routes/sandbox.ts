@@ -5,10 +5,12 @@ import type { Context } from 'hono';
 import { getEffectiveConfig } from '../src/agents/agent-configs.js';
 import { readBearerToken } from '../src/auth/authenticate.js';
 import { requirePermission } from '../src/auth/permissions.js';
+import { sandboxMcpResource } from '../src/auth/sandbox-mcp-credentials.js';
+import { SANDBOX_TOOL_NAMES } from '../src/config.js';
 import type { AppDependencies } from '../src/dependencies.js';
 import { ServiceError } from '../src/errors.js';
 import type { AppEnv } from '../src/http/app-env.js';
-import { agentAuth } from '../src/http/auth-middleware.js';
+import { agentAuth, sandboxMcpAuth } from '../src/http/auth-middleware.js';
 import { readBodyWithLimit } from '../src/http/json-body.js';
 import { AGENT_AUTH_RESPONSES, AGENT_SECURITY, problemResponses, UserHeaderSchema } from '../src/http/openapi.js';
 import { boundedToolResult } from '../src/mcp/bounded-tool-result.js';
@@ -77,10 +79,10 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
     tags: ['Sandbox'],
     summary: 'MCP Streamable HTTP endpoint (stateless, JSON responses) exposing the six sandbox tools.',
     description:
-      '`initialize` and `tools/list` need the read permission and are static; `tools/call` needs write, re-checks the whole gate and is the only request that provisions a workspace. JSON-RPC batches are refused.',
-    security: AGENT_SECURITY,
+      '`initialize` and `tools/list` need the read permission and are static; `tools/call` needs write, re-checks the whole gate and is the only request that provisions a workspace. JSON-RPC batches are refused. Authenticated by an agent key with `X-Chat-User`, or by a per-user sandbox token (`POST /v1/sandbox/tokens`) alone: its user, permissions and tools come from the token, and an `X-Chat-User` sent with it must name the same user. Every 401 carries `WWW-Authenticate: Bearer resource_metadata="…/.well-known/oauth-protected-resource"`.',
+    security: [...AGENT_SECURITY, { sandboxToken: [] }],
     request: {
-      headers: UserHeaderSchema,
+      headers: UserHeaderSchema.partial(),
       body: { required: true, content: { 'application/json': { schema: z.object({}).passthrough() } } },
     },
     responses: {
@@ -94,7 +96,7 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
   });
 
   const allowedOrigin = new URL(deps.config.publicUrl).origin;
-  const mcpAuth = agentAuth(db, 'read', { rejectAnonymous: true });
+  const mcpAuth = sandboxMcpAuth(db, sandboxMcpResource(deps.config.publicUrl));
 
   for (const method of STATELESS_REFUSED_METHODS) {
     app.openAPIRegistry.registerPath({
@@ -181,12 +183,22 @@ async function handleMcpMessage(c: Context<AppEnv>, deps: AppDependencies, messa
     storage: deps.storage,
     logger: deps.logger,
   };
+  // A token narrowed to some tools lists only those, and a call of any other is an unknown tool.
+  const reachable = c.get('sandboxTools') ?? SANDBOX_TOOL_NAMES;
   let admission: Admission | undefined;
   if (message.method === 'tools/call') {
     requirePermission(principal, 'write');
     const malformed = malformedToolCall(message.params);
     if (malformed) return jsonRpcError(200, -32602, malformed, message.id);
-    admission = await admitToolCall(callDeps, principal, message.params as { name?: unknown; arguments?: unknown });
+    const params = message.params as { name: string; arguments?: unknown };
+    const narrowed = reachable.length < SANDBOX_TOOL_NAMES.length;
+    admission =
+      narrowed && !(reachable as readonly string[]).includes(params.name)
+        ? {
+            kind: 'refused',
+            refusal: { code: 'UNKNOWN_TOOL', message: `There is no such tool; the tools are ${reachable.join(', ')}.` },
+          }
+        : await admitToolCall(callDeps, principal, params);
   }
 
   const agentKey = readBearerToken(c.req.header('Authorization'), 'INVALID_API_KEY') ?? '';
@@ -209,7 +221,10 @@ async function handleMcpMessage(c: Context<AppEnv>, deps: AppDependencies, messa
     return outcome.ok ? boundedToolResult(outcome.result as Record<string, unknown>, bound) : failure(outcome.error);
   };
 
-  const server = createSandboxMcpServer(sandboxToolDefinitions(deps.config.sandbox), handle);
+  const definitions = sandboxToolDefinitions(deps.config.sandbox).filter((definition) =>
+    reachable.includes(definition.name),
+  );
+  const server = createSandboxMcpServer(definitions, handle);
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,

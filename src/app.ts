@@ -7,7 +7,9 @@ import { registerFileRoutes } from '../routes/files.js';
 import { registerHealthRoutes } from '../routes/health.js';
 import { registerMeRoutes } from '../routes/me.js';
 import { registerSandboxRoutes } from '../routes/sandbox.js';
+import { registerSandboxTokenRoutes } from '../routes/sandbox-tokens.js';
 import { registerUploadRoutes } from '../routes/uploads.js';
+import { registerWellKnownRoutes } from '../routes/well-known.js';
 import type { AppDependencies } from './dependencies.js';
 import { ServiceError } from './errors.js';
 import type { AppEnv } from './http/app-env.js';
@@ -36,6 +38,8 @@ export function createApp(deps: AppDependencies): MordnApp {
   registerBootstrapRoutes(app, deps);
   registerUploadRoutes(app, deps);
   registerSandboxRoutes(app, deps);
+  registerSandboxTokenRoutes(app, deps);
+  registerWellKnownRoutes(app, deps);
   registerChatRoutes(app, deps);
   if (deps.localDownloads) registerFileRoutes(app, deps.localDownloads);
   if (deps.config.adminToken) registerAdminRoutes(app, deps, deps.config.adminToken);

@@ -112,6 +112,8 @@ describe('loadConfig', () => {
     [{ MORDN_DOCKER_HOST: 'tcp://proxy:2375/v1.41' }, 'MORDN_DOCKER_HOST', 'tcp://host:port'],
     [{ MORDN_SANDBOX_CPUS: '0' }, 'MORDN_SANDBOX_CPUS', 'from 0.01 to 64'],
     [{ MORDN_SANDBOX_IDLE_SECONDS: '1' }, 'MORDN_SANDBOX_IDLE_SECONDS', 'from 10 to 86400'],
+    [{ MORDN_SANDBOX_TOKEN_MAX_SECONDS: '59' }, 'MORDN_SANDBOX_TOKEN_MAX_SECONDS', 'from 60 to 86400'],
+    [{ MORDN_SANDBOX_TOKEN_MAX_SECONDS: '86401' }, 'MORDN_SANDBOX_TOKEN_MAX_SECONDS', 'from 60 to 86400'],
     [{ MORDN_SANDBOX_WORKSPACE_MAX_FILES: '10' }, 'MORDN_SANDBOX_WORKSPACE_MAX_FILES', 'from 16 to 100000000'],
     [{ MORDN_SANDBOX_CGROUP_ROOT: 'sys/fs/cgroup' }, 'MORDN_SANDBOX_CGROUP_ROOT', 'absolute path'],
     [{ MORDN_SANDBOX_WEAK_LIMITS: 'perhaps' }, 'MORDN_SANDBOX_WEAK_LIMITS', 'must be true or false'],
@@ -148,6 +150,7 @@ describe('loadConfig', () => {
       runtime: 'runsc',
     });
     expect(config.sandbox).toMatchObject({ cpus: 1.5, idleSeconds: 600 });
+    expect(loadConfig({ MORDN_SANDBOX_TOKEN_MAX_SECONDS: '86400' }).sandbox.tokenMaxSeconds).toBe(86_400);
     expect(config.storage).toMatchObject({
       endpoint: 'http://minio:9000',
       publicEndpoint: 'https://files.example.com',
@@ -160,6 +163,7 @@ describe('loadConfig', () => {
     expect(loadConfig({}).sandbox).toMatchObject({
       cpus: 1,
       idleSeconds: 300,
+      tokenMaxSeconds: 3600,
       workspaceMaxFiles: 65_536,
       cgroupRoot: '/sys/fs/cgroup',
       weakLimits: false,

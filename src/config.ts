@@ -84,6 +84,8 @@ export interface SandboxConfig {
   cpus: number;
   /** A workspace sandbox idle this long is stopped (its files are kept). */
   idleSeconds: number;
+  /** The longest lifetime a per-user MCP token may be minted with (60 s to 24 h). */
+  tokenMaxSeconds: number;
   /** bwrap: sandboxes kept running over empty filesystems for new workspaces' first calls; 0 keeps none. */
   warmSandboxes: number;
   /** Where the cgroup filesystems are mounted; workspace cgroups go below the service's own. */
@@ -268,6 +270,7 @@ const EnvironmentSchema = z.object({
   }),
   MORDN_SANDBOX_IDLE_SECONDS: integer(300, 10, 86_400),
   MORDN_SANDBOX_WARM_SANDBOXES: integer(2, 0, 64),
+  MORDN_SANDBOX_TOKEN_MAX_SECONDS: integer(3600, 60, 86_400),
   MORDN_SANDBOX_WORKSPACE_MAX_FILES: optionalString,
   MORDN_SANDBOX_CGROUP_ROOT: optionalString.transform((value) => value ?? '/sys/fs/cgroup'),
   MORDN_SANDBOX_WEAK_LIMITS: booleanFlag(false),
@@ -405,6 +408,7 @@ function parseSandbox(environment: Environment, problems: Problem[]): SandboxCon
     cpus: environment.MORDN_SANDBOX_CPUS,
     idleSeconds: environment.MORDN_SANDBOX_IDLE_SECONDS,
     warmSandboxes: environment.MORDN_SANDBOX_WARM_SANDBOXES,
+    tokenMaxSeconds: environment.MORDN_SANDBOX_TOKEN_MAX_SECONDS,
     workspaceMaxFiles: parseMaxFiles(environment, problems),
     cgroupRoot: parseCgroupRoot(environment.MORDN_SANDBOX_CGROUP_ROOT, problems),
     weakLimits: environment.MORDN_SANDBOX_WEAK_LIMITS,

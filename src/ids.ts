@@ -7,6 +7,7 @@ export const ID_PREFIX = {
   apiKey: 'key',
   workspace: 'ws',
   lease: 'lease',
+  sandboxToken: 'tok',
 } as const;
 
 /**

@@ -18,6 +18,8 @@ const HISTORY_CHAT = 'chat-auth-history';
 const DELETED_CHAT = 'chat-auth-delete';
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const MCP_HEADERS = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+/** The MCP endpoint's 401s point MCP clients at its protected-resource metadata. */
+const MCP_CHALLENGE = (at: TestService) => `Bearer resource_metadata="${at.url}/.well-known/oauth-protected-resource"`;
 
 /** Every stored chat, whole: a refused request must leave each row exactly as it was. */
 const chatRows = () =>
@@ -84,6 +86,7 @@ describeAgentAuth(
     permission: 'read',
     rejectsAnonymous: true,
     headers: MCP_HEADERS,
+    challenge: MCP_CHALLENGE,
     body: JSON.stringify(INITIALIZE),
     effects: sandboxRows,
   },
@@ -98,6 +101,7 @@ describe('agent authentication of a tool call', () => {
       permission: 'write',
       rejectsAnonymous: true,
       headers: MCP_HEADERS,
+      challenge: MCP_CHALLENGE,
       body: JSON.stringify(toolCall('sandbox_exec', { command: 'touch /workspace/should-not-exist' })),
       effects: sandboxRows,
     },

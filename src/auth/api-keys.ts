@@ -8,8 +8,12 @@ import { type Permission, parsePermissions, serializePermissions } from './permi
 const KEY_PREFIX = 'mordn_';
 /** `mordn_` followed by 32 random bytes in base64url. */
 const KEY_PATTERN = /^mordn_[A-Za-z0-9_-]{43}$/;
-/** Matches a key anywhere in a text, for scrubbing logs and tool output. */
-export const API_KEY_PATTERN = /mordn_[A-Za-z0-9_-]{43}/g;
+/**
+ * Matches a key, or a sandbox token (`mordn_mcp_` + 43, see `sandbox-tokens.ts`), anywhere in a
+ * text, for scrubbing logs and tool output. The token's longer form is tried first, so no tail
+ * of a token is left behind.
+ */
+export const API_KEY_PATTERN = /mordn_(?:mcp_)?[A-Za-z0-9_-]{43}/g;
 
 export function isWellFormedApiKey(candidate: string): boolean {
   return KEY_PATTERN.test(candidate);

@@ -92,6 +92,26 @@ export interface ChatsTable {
   updated_at: number;
 }
 
+export interface SandboxTokensTable {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  user_id: string;
+  /** The agent key that minted the token: revoking or deleting it ends the token too. */
+  api_key_id: string;
+  /** SHA-256 (hex) of the whole token; the token itself is never stored. */
+  token_hash: string;
+  /** The MCP endpoint the token was minted for (`${MORDN_PUBLIC_URL}/v1/sandbox/mcp`). */
+  audience: string;
+  /** Comma-separated: `read` or `read,write`. */
+  permissions: string;
+  /** JSON array of tool names, or null for all six. */
+  tools: string | null;
+  expires_at: number;
+  revoked_at: number | null;
+  created_at: number;
+}
+
 export interface DatabaseSchema {
   tenants: TenantsTable;
   agents: AgentsTable;
@@ -102,4 +122,5 @@ export interface DatabaseSchema {
   workspace_leases: WorkspaceLeasesTable;
   rate_limit_windows: RateLimitWindowsTable;
   chats: ChatsTable;
+  sandbox_tokens: SandboxTokensTable;
 }

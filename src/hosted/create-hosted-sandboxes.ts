@@ -9,6 +9,7 @@ import type { BuiltTools, ChatRequestContext, ManagedSandboxIntegration, Sandbox
 import { ALL_UPLOAD_TYPES, MANAGED_UPLOAD_MAX_BYTES } from '../uploads/media-types.js';
 import { createApiFetch } from './api-fetch.js';
 import { resolveApiOrigin } from './api-origin.js';
+import { mintRequestBody, requestSandboxToken } from './mint-sandbox-token.js';
 
 export interface HostedOptions {
   /** The agent API key. It is the only credential the helper holds. */
@@ -29,9 +30,26 @@ export interface HostedOptions {
   onWarning?(message: string): void;
   /** A connection pool shared with other integrations (see `createApiDispatcher`); default a private one. */
   dispatcher?: Dispatcher;
+  /**
+   * What MCP calls carry. `'agentKey'` (default): the agent key and `X-Chat-User` on every call.
+   * `'userToken'`: a per-user sandbox token, minted with the agent key on the user's first MCP
+   * use (`POST /v1/sandbox/tokens`) and reused until shortly before it expires, so the MCP
+   * connection never carries the agent key. Status and download links keep using the agent key.
+   */
+  mcpCredential?: 'agentKey' | 'userToken';
+  /** Lifetime of the tokens `mcpCredential: 'userToken'` mints; default the API's (15 minutes). */
+  userTokenTtlSeconds?: number;
 }
 
-const API_PATHS = [/^\/v1\/sandbox\/status$/, /^\/v1\/sandbox\/mcp$/, /^\/v1\/uploads\/resign$/];
+/** A cached token is replaced once less than this is left of it, so no call starts on a dying token. */
+const TOKEN_RENEWAL_MARGIN_MS = 60_000;
+
+const API_PATHS = [
+  /^\/v1\/sandbox\/status$/,
+  /^\/v1\/sandbox\/mcp$/,
+  /^\/v1\/sandbox\/tokens$/,
+  /^\/v1\/uploads\/resign$/,
+];
 const PUBLISH_TOOL = 'sandbox_publish_file';
 
 /** What a live publish result must look like before the signer is even asked. */
@@ -81,6 +99,9 @@ function structuredContentOf(result: unknown): unknown {
  * the API's signer resolves its storage path for this user, and the signer's canonical record
  * becomes the carrier passed to `onArtifact`.
  *
+ * With `mcpCredential: 'userToken'` the MCP connection carries a per-user sandbox token instead
+ * of the agent key (minted lazily, cached per user until a minute before it expires).
+ *
  * @example
  * const sandboxes = createHostedSandboxes({ apiKey: process.env.MORDN_CHAT_KEY!, baseUrl: 'https://api.example.com' });
  */
@@ -103,6 +124,29 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
     (signal: AbortSignal): typeof fetch =>
     (input, init) =>
       apiFetch(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
+
+  // Per-user tokens (`mcpCredential: 'userToken'`), each reused until close to its expiry.
+  const userTokens = new Map<string, { token: string; renewAt: number }>();
+  const mcpHeadersFor = async (context: ChatRequestContext, signal: AbortSignal): Promise<Record<string, string>> => {
+    if (options.mcpCredential !== 'userToken') return headersFor(context);
+    let cached = userTokens.get(context.userId);
+    if (!cached || cached.renewAt <= Date.now()) {
+      // Tokens past renewal are never used again: dropping them keeps the cache to live users.
+      for (const [userId, entry] of userTokens) if (entry.renewAt <= Date.now()) userTokens.delete(userId);
+      const minted = await requestSandboxToken(
+        boundFetch(signal),
+        origin,
+        headersFor(context),
+        mintRequestBody(options.userTokenTtlSeconds === undefined ? {} : { ttlSeconds: options.userTokenTtlSeconds }),
+      );
+      cached = { token: minted.token, renewAt: Date.parse(minted.expiresAt) - TOKEN_RENEWAL_MARGIN_MS };
+      userTokens.set(context.userId, cached);
+    }
+    return {
+      Authorization: `Bearer ${cached.token}`,
+      ...(options.requestId === undefined ? {} : { 'X-Request-Id': options.requestId }),
+    };
+  };
 
   /**
    * Resolves a live publish result through the API's signer, for this user. The signer's own
@@ -190,15 +234,20 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
     async buildTools(context, { abortSignal, onArtifact }): Promise<BuiltTools> {
       // 403 ANONYMOUS_USER, as the API itself answers, for `anon:` in any letter case.
       rejectAnonymousUser(context.userId);
+      const headers = await mcpHeadersFor(context, abortSignal);
       const client = await createMCPClient({
         transport: {
           type: 'http',
           url: `${origin}/v1/sandbox/mcp`,
-          headers: headersFor(context),
+          headers,
           redirect: 'error',
           fetch: boundFetch(abortSignal),
         },
         maxRetries: 0,
+      }).catch((error: unknown) => {
+        // A token refused (revoked, say) is minted afresh for the next request, not reused.
+        userTokens.delete(context.userId);
+        throw error;
       });
       let closed = false;
       const close = async () => {

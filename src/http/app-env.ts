@@ -1,5 +1,6 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { AgentPrincipal } from '../auth/permissions.js';
+import type { SandboxToolName } from '../config.js';
 import type { ErrorCode } from '../errors.js';
 
 /**
@@ -12,6 +13,11 @@ export interface AppEnv {
     requestId: string;
     /** Set by the agent authentication middleware. */
     principal: AgentPrincipal;
+    /**
+     * Set by the MCP endpoint's authentication: the sandbox tools this credential reaches (all
+     * six for an agent key, the token's subset for a per-user token).
+     */
+    sandboxTools: readonly SandboxToolName[];
     /** The stable code of the problem the request was answered with, for the access log line. */
     errorCode: ErrorCode;
     /**

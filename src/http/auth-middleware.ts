@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { Kysely } from 'kysely';
 import { authenticateAdmin, authenticateAgent } from '../auth/authenticate.js';
 import { type Permission, requirePermission } from '../auth/permissions.js';
+import { authenticateSandboxMcpCaller, type SandboxMcpResource } from '../auth/sandbox-mcp-credentials.js';
 import { rejectAnonymousUser, USER_HEADER } from '../auth/user-id.js';
 import type { DatabaseSchema } from '../db/schema.js';
 import type { AppEnv } from './app-env.js';
@@ -49,6 +50,27 @@ export function agentAuth(
     requirePermission(principal, permission);
     if (options.rejectAnonymous) rejectAnonymousUser(principal.userId);
     c.set('principal', principal);
+    await next();
+  };
+}
+
+/**
+ * Authenticates `/v1/sandbox/mcp` (every MCP revision it serves): an agent key with `X-Chat-User`
+ * or a per-user sandbox token (see `authenticateSandboxMcpCaller`), then requires `read` and a
+ * signed-in user. Exposes `c.get('principal')` and `c.get('sandboxTools')`, the tools this
+ * credential reaches. The only route that accepts a sandbox token.
+ */
+export function sandboxMcpAuth(db: Kysely<DatabaseSchema>, resource: SandboxMcpResource): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const { principal, tools } = await authenticateSandboxMcpCaller(
+      db,
+      { authorization: c.req.header('Authorization'), userHeaderValues: headerValues(c, USER_HEADER) },
+      resource,
+    );
+    requirePermission(principal, 'read');
+    rejectAnonymousUser(principal.userId);
+    c.set('principal', principal);
+    c.set('sandboxTools', tools);
     await next();
   };
 }

@@ -16,6 +16,8 @@ export interface AgentRouteUnderTest {
   /** Headers besides credentials (e.g. Content-Type) and a body for a request that would succeed. */
   headers?: Record<string, string>;
   body?: string;
+  /** The `WWW-Authenticate` a request without credentials gets; default `Bearer`. */
+  challenge?: (service: TestService) => string;
   /**
    * A snapshot of everything the route could change (rows, files, provisioned workspaces). Taken
    * before and after each refused request; the two must be equal.
@@ -77,7 +79,7 @@ export function describeAgentAuth(route: AgentRouteUnderTest, context: () => Aut
   describe(`agent authentication: ${route.method} ${route.path}`, () => {
     it('refuses a request without a key (401 MISSING_API_KEY, Bearer challenge)', async () => {
       const response = await send([['X-Chat-User', 'user-1']]);
-      expect(response.headers['www-authenticate']).toBe('Bearer');
+      expect(response.headers['www-authenticate']).toBe(route.challenge?.(context().service) ?? 'Bearer');
       await expectProblem(response, 401, 'MISSING_API_KEY');
     });
 

@@ -3,6 +3,7 @@ import * as initial from './0001-initial.js';
 import * as storedFiles from './0002-stored-files.js';
 import * as workspaces from './0003-workspaces.js';
 import * as chats from './0004-chats.js';
+import * as sandboxTokens from './0005-sandbox-tokens.js';
 
 /**
  * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
@@ -13,6 +14,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0002-stored-files': storedFiles,
   '0003-workspaces': workspaces,
   '0004-chats': chats,
+  '0005-sandbox-tokens': sandboxTokens,
 };
 
 export const migrationProvider: MigrationProvider = {
