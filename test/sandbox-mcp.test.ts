@@ -10,19 +10,11 @@ import { TRUNCATION_MARKER } from '../src/mcp/bounded-tool-result.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { rawRequest } from './support/http.js';
 import { readJson } from './support/json.js';
-import { callTool, connectSdkClient, INITIALIZE, rawMcp, toolCall } from './support/mcp.js';
+import { callTool, connectSdkClient, INITIALIZE, rawMcp, SANDBOX_TOOLS, toolCall } from './support/mcp.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 import { PNG_1X1, upload } from './support/upload.js';
 
 const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
-const TOOL_NAMES = [
-  'sandbox_exec',
-  'sandbox_list_files',
-  'sandbox_read_file',
-  'sandbox_write_file',
-  'sandbox_import_file',
-  'sandbox_publish_file',
-];
 
 let service: TestService;
 let fixture: AgentFixture;
@@ -67,7 +59,7 @@ describe('MCP protocol', () => {
   it('lists exactly the six tools with strict schemas, statically (nothing is provisioned)', async () => {
     const before = await workspaceCount();
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
+    expect(tools.map((tool) => tool.name)).toEqual(SANDBOX_TOOLS);
     for (const tool of tools) {
       expect(tool.inputSchema.additionalProperties).toBe(false);
       const properties = Object.keys(tool.inputSchema.properties ?? {});
@@ -95,7 +87,7 @@ describe('MCP protocol', () => {
     });
     try {
       const tools = await aiClient.tools();
-      expect(Object.keys(tools).sort()).toEqual([...TOOL_NAMES].sort());
+      expect(Object.keys(tools).sort()).toEqual([...SANDBOX_TOOLS].sort());
       const result = await tools.sandbox_exec?.execute?.(
         { command: 'echo from-ai-sdk' },
         { toolCallId: 'call-1', messages: [] },

@@ -10,19 +10,12 @@ import { createLogger } from '../src/logger.js';
 import { describeAgentAuth } from './support/agent-auth-suite.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { type Json, readJson } from './support/json.js';
+import { SANDBOX_TOOLS } from './support/mcp.js';
 import { MCP_ERAS } from './support/mcp-eras.js';
 import { adminRequest, agentHeaders, startTestService, type TestService } from './support/service.js';
 import { upload } from './support/upload.js';
 
 const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
-const ALL_TOOLS = [
-  'sandbox_exec',
-  'sandbox_list_files',
-  'sandbox_read_file',
-  'sandbox_write_file',
-  'sandbox_import_file',
-  'sandbox_publish_file',
-];
 const MAX_SECONDS = 7200;
 const TOKEN_SHAPE = /^mordn_mcp_[A-Za-z0-9_-]{43}$/;
 const MCP_ACCEPT = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
@@ -134,7 +127,7 @@ describe('POST /v1/sandbox/tokens and DELETE /v1/sandbox/tokens[/:id] (fixed con
     expect(body.id).toMatch(/^tok_[0-9a-f]{24}$/);
     expect(body.token).toMatch(TOKEN_SHAPE);
     expect(body.permissions).toEqual(['read', 'write']);
-    expect(body.tools).toEqual(ALL_TOOLS);
+    expect(body.tools).toEqual(SANDBOX_TOOLS);
     const lifetime = Date.parse(body.expiresAt) - before;
     expect(lifetime).toBeGreaterThan(15 * 60_000 - 5_000);
     expect(lifetime).toBeLessThanOrEqual(15 * 60_000 + 1_000);
@@ -290,7 +283,7 @@ describe.each(MCP_ERAS)('sandbox tokens on /v1/sandbox/mcp: $name', (era) => {
     const { token } = await mintOk(alice);
     const client = await era.connect(mcpUrl, tokenHeaders(token));
     try {
-      expect(await client.listToolNames()).toEqual(ALL_TOOLS);
+      expect(await client.listToolNames()).toEqual(SANDBOX_TOOLS);
       const written = await client.callTool('sandbox_write_file', { path: 'alice.txt', content: 'mine' });
       expect(written.isError).toBe(false);
       const read = await client.callTool('sandbox_read_file', { path: 'alice.txt' });
@@ -432,7 +425,7 @@ describe.each(MCP_ERAS)('sandbox tokens on /v1/sandbox/mcp: $name', (era) => {
     const { token } = await mintOk(userId, { permissions: ['read'] });
     const client = await era.connect(mcpUrl, tokenHeaders(token));
     try {
-      expect(await client.listToolNames()).toEqual(ALL_TOOLS);
+      expect(await client.listToolNames()).toEqual(SANDBOX_TOOLS);
     } finally {
       await client.close();
     }
@@ -579,7 +572,7 @@ describe('hosted helpers', () => {
 
     const first = await build();
     try {
-      expect(Object.keys(first.tools).sort()).toEqual([...ALL_TOOLS].sort());
+      expect(Object.keys(first.tools).sort()).toEqual([...SANDBOX_TOOLS].sort());
       expect(
         JSON.stringify(await first.tools.sandbox_exec?.execute?.({ command: 'echo via-token' }, callOptions)),
       ).toContain('via-token');

@@ -53,6 +53,16 @@ export function rawMcp(
   });
 }
 
+/** The six sandbox tools in their listing order, as the contract fixes them (spelled out, not imported). */
+export const SANDBOX_TOOLS = [
+  'sandbox_exec',
+  'sandbox_list_files',
+  'sandbox_read_file',
+  'sandbox_write_file',
+  'sandbox_import_file',
+  'sandbox_publish_file',
+];
+
 export const INITIALIZE = {
   jsonrpc: '2.0',
   id: 1,
