@@ -29,12 +29,13 @@ describe(`database layer (${testDialect()})`, () => {
       '0002-stored-files',
       '0003-workspaces',
       '0004-chats',
+      '0005-sandbox-tokens',
     ]);
     await migrateToLatest(database.db, database.dialect);
     const second = await target.open();
     await second.close();
     const again = await sql<{ name: string }>`select name from kysely_migration`.execute(database.db);
-    expect(again.rows).toHaveLength(4);
+    expect(again.rows).toHaveLength(5);
   });
 
   it('reads epoch-millisecond bigints back as numbers', async () => {
