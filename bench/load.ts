@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, FormData, request } from 'undici';
 import { hostProcesses } from '../test/support/host-processes.js';
 import { type ChatTurnResult, runChatTurn } from './chat-client.js';
@@ -26,7 +27,6 @@ const CPU_PER_STREAM_TARGET_MS = 10;
 const UPLOAD_BYTES = 256 * 1024;
 const UPLOAD_INTERVAL_MS = 100;
 const KEEP_ALIVE_SETTLE_MS = 6_000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mib = (kib: number) => (kib / 1024).toFixed(1);
 
 interface ScenarioOptions {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, type Dispatcher, FormData, request } from 'undici';
 import { runChatTurn } from './chat-client.js';
 import type { ProbedStats } from './servers/mordn-probed.js';
@@ -18,7 +19,6 @@ const POOL_USERS = 6;
 const PAUSE_MS = 25;
 const SETTLE_MS = 6_000;
 const UPLOAD_BYTES = 64 * 1024;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Operation = 'mcp' | 'upload' | 'resign' | 'chat';
 /** What each worker goes round, from its own offset: mostly MCP calls, then resigns, chats and uploads. */

@@ -5,6 +5,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { procStatFields } from '../src/proc-stat.js';
 
 const benchDirectory = path.dirname(fileURLToPath(import.meta.url));
 const run = promisify(execFile);
@@ -185,8 +186,7 @@ let clockTicks: number | undefined;
 export async function processCpuSeconds(pid: number): Promise<number> {
   clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start at state; utime and stime are 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = procStatFields(stat);
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }
 
@@ -215,7 +215,7 @@ export async function descendantProcesses(
   for (const name of await readdir('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
-    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const parent = Number(procStatFields(stat)[1]);
     if (stat !== '') parents.set(Number(name), parent);
   }
   const found: Array<{ pid: number; parent: number; command: string }> = [];

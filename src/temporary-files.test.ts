@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { procStatFields } from './proc-stat.js';
 import { removeOrphanedTemporaryFiles, temporaryFilePath } from './temporary-files.js';
 
 let directory: string;
@@ -22,7 +23,7 @@ const nameOf = (pid: number, started: string) => `upload-${ownName().host}-${pid
 
 async function startTicksOf(pid: number): Promise<string> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] as string;
+  return procStatFields(stat)[19] as string;
 }
 
 describe('removeOrphanedTemporaryFiles', () => {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { lstat, readdir, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { procStatFields } from './proc-stat.js';
 
 /**
  * Which host wrote a temporary file: replicas may share one data directory, and only a file of
@@ -21,7 +22,7 @@ const TEMPORARY_NAME =
 function processStartTicks(pid: number | 'self'): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    return procStatFields(stat)[19];
   } catch {
     return undefined;
   }

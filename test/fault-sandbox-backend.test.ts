@@ -2,8 +2,9 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { procStatFields } from '../src/proc-stat.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
-import { hostProcesses } from './support/host-processes.js';
+import { hostProcesses, isRunning } from './support/host-processes.js';
 import { type Json, readJson } from './support/json.js';
 import { callTool, connectSdkClient } from './support/mcp.js';
 import { eventually, pollUntil } from './support/poll.js';
@@ -223,8 +224,7 @@ async function processTree(roots: number[]): Promise<number[]> {
   for (const name of await readdir('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
-    // The parent pid follows the command name, which may itself hold spaces and parentheses.
-    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const parent = Number(procStatFields(stat)[1]);
     if (Number.isInteger(parent)) parents.set(Number(name), parent);
   }
   const tree = new Set(roots);
@@ -238,12 +238,6 @@ async function processTree(roots: number[]): Promise<number[]> {
     }
   }
   return [...tree];
-}
-
-/** Whether `pid` is a live process (a zombie is dead: it only waits to be reaped). */
-async function alive(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat !== '' && stat[stat.lastIndexOf(')') + 2] !== 'Z';
 }
 
 describe.skipIf(bwrapMissing !== undefined)('a bwrap workspace sandbox killed from outside', () => {
@@ -297,7 +291,7 @@ describe.skipIf(bwrapMissing !== undefined)('a bwrap workspace sandbox killed fr
     const left = await pollUntil(
       async () => {
         const living: number[] = [];
-        for (const pid of pids) if (await alive(pid)) living.push(pid);
+        for (const pid of pids) if (await isRunning(pid)) living.push(pid);
         return living;
       },
       (living) => living.length === 0,

@@ -2,9 +2,10 @@ import { mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { procStatFields } from '../src/proc-stat.js';
 import type { SandboxBackend } from '../src/sandbox/backend.js';
 import { createBwrapBackend } from '../src/sandbox/bwrap/bwrap-backend.js';
-import { hostProcesses } from './support/host-processes.js';
+import { hostProcesses, isRunning } from './support/host-processes.js';
 import { eventually, pollUntil } from './support/poll.js';
 import { newWorkspaceId } from './support/sandbox-backend-contract.js';
 import { removeWorkspacesRoot } from './support/workspace-roots.js';
@@ -89,14 +90,7 @@ async function waitingSandbox(workspacesDir: string, not?: string): Promise<{ sp
 
 /** The nice value of a process, from the host. */
 async function niceness(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/stat`, 'utf8');
-  return Number(status.slice(status.lastIndexOf(')') + 2).split(' ')[16]);
-}
-
-/** Whether the process runs (neither gone nor a zombie). */
-async function alive(pid: number): Promise<boolean> {
-  const status = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return status !== undefined && status.slice(status.lastIndexOf(')') + 2, status.lastIndexOf(')') + 3) !== 'Z';
+  return Number(procStatFields(await readFile(`/proc/${pid}/stat`, 'utf8'))[16]);
 }
 
 // Each case waits for sandboxes to start in the background, which a loaded machine slows down.
@@ -153,7 +147,7 @@ describe.skipIf(!isRoot)('bwrap sandboxes started ahead of need', { timeout: 90_
     const supervisor = await supervisorOver(mountPoint);
     expect(supervisor).toBeDefined();
     await restarted.removeWorkspace(workspace);
-    expect(await eventually(async () => !(await alive(supervisor as number)), { timeoutMs: 10_000 })).toBe(true);
+    expect(await eventually(async () => !(await isRunning(supervisor as number)), { timeoutMs: 10_000 })).toBe(true);
     expect(await stat(mountPoint).catch(() => undefined)).toBeUndefined();
     expect(await stat(path.join(workspacesDir, '.images', `${workspace}.ext4`)).catch(() => undefined)).toBeUndefined();
   });
@@ -176,7 +170,7 @@ describe.skipIf(!isRoot)('bwrap sandboxes started ahead of need', { timeout: 90_
     // Close: no waiting sandbox, no mounted spare left.
     const third = await waitingSandbox(workspacesDir, second.spare);
     await backend.close?.();
-    expect(await alive(third.supervisor)).toBe(false);
+    expect(await isRunning(third.supervisor)).toBe(false);
     expect(await mountedSpares(workspacesDir)).toEqual([]);
     const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n');
     expect(mounts.filter((line) => line.includes(workspacesDir))).toEqual([

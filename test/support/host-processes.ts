@@ -1,4 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { procStatFields } from '../../src/proc-stat.js';
 
 /** Host pids whose command line contains `needle`: the probe that a process is gone (or there). */
 export async function hostProcesses(needle: string): Promise<number[]> {
@@ -9,4 +10,10 @@ export async function hostProcesses(needle: string): Promise<number[]> {
     if (commandLine.replaceAll('\0', ' ').includes(needle)) pids.push(Number(name));
   }
   return pids;
+}
+
+/** Whether `pid` is a process that runs: neither gone nor a zombie (which only waits to be reaped). */
+export async function isRunning(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat !== '' && procStatFields(stat)[0] !== 'Z';
 }

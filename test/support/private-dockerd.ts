@@ -6,7 +6,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { createEngineApi } from '../../src/sandbox/docker/engine-api.js';
-import { hostProcesses } from './host-processes.js';
+import { hostProcesses, isRunning } from './host-processes.js';
 import { eventually } from './poll.js';
 import { removeWorkspacesRoot } from './workspace-roots.js';
 
@@ -64,12 +64,6 @@ async function processesOfContainers(containerIds: ReadonlySet<string>): Promise
     if ([...containerIds].some((id) => cgroups.includes(id))) pids.push(Number(name));
   }
   return pids;
-}
-
-/** Whether `pid` is a process that runs (a zombie only waits to be reaped). */
-async function isLive(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat !== '' && stat[stat.lastIndexOf(')') + 2] !== 'Z';
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -177,7 +171,7 @@ export async function startPrivateDockerd(): Promise<PrivateDockerd> {
     const pidFile = path.join(execRoot, 'containerd', 'containerd.pid');
     const containerd = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
     if (containerd > 0) {
-      await eventually(async () => !(await isLive(containerd)), { timeoutMs: STOP_TIMEOUT_MS, intervalMs: 50 });
+      await eventually(async () => !(await isRunning(containerd)), { timeoutMs: STOP_TIMEOUT_MS, intervalMs: 50 });
       await rm(pidFile, { force: true });
     }
   };
