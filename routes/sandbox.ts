@@ -1,6 +1,12 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolResult,
+  createMcpHandler,
+  isLegacyRequest,
+  type McpHttpHandler,
+  type McpServer,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
 import type { Context } from 'hono';
 import { getEffectiveConfig } from '../src/agents/agent-configs.js';
 import { readBearerToken } from '../src/auth/authenticate.js';
@@ -18,9 +24,15 @@ import { isEchoableId, MAX_JSON_RPC_ID_BYTES, toolResultBudget } from '../src/mc
 import { createSandboxMcpServer, type ToolCallParameters } from '../src/mcp/sandbox-mcp-server.js';
 import { evaluateSandboxGate, sandboxGateDependencies } from '../src/sandbox/gate.js';
 import { createToolOutputFilter } from '../src/sandbox/output-filter.js';
-import { type Admission, admitToolCall, type Refusal, runAdmittedCall } from '../src/sandbox/tool-calls.js';
+import {
+  type Admission,
+  type CheckedCall,
+  checkToolCall,
+  type Refusal,
+  reserveWorkspaceSlot,
+  runAdmittedCall,
+} from '../src/sandbox/tool-calls.js';
 import { sandboxToolDefinitions } from '../src/sandbox/tools/definitions.js';
-import { releaseWorkspaceLease } from '../src/sandbox/workspaces.js';
 
 /** Methods of the MCP endpoint a stateless server refuses with 405 (there is no stream or session). */
 const STATELESS_REFUSED_METHODS = ['get', 'delete', 'put', 'patch'] as const;
@@ -97,6 +109,7 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
 
   const allowedOrigin = new URL(deps.config.publicUrl).origin;
   const mcpAuth = sandboxMcpAuth(db, sandboxMcpResource(deps.config.publicUrl));
+  const modern = modernEraHandler(deps);
 
   for (const method of STATELESS_REFUSED_METHODS) {
     app.openAPIRegistry.registerPath({
@@ -157,7 +170,7 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
         `Invalid request: the id may be at most ${MAX_JSON_RPC_ID_BYTES} bytes of JSON.`,
       );
     }
-    return handleMcpMessage(c, deps, request);
+    return handleMcpMessage(c, deps, request, modern);
   });
 }
 
@@ -173,7 +186,60 @@ function malformedToolCall(params: unknown): string | undefined {
   return undefined;
 }
 
-async function handleMcpMessage(c: Context<AppEnv>, deps: AppDependencies, message: McpMessage): Promise<Response> {
+/** The server prepared for each request the modern handler is serving (its factory's only input). */
+const serversByRequest = new WeakMap<Request, McpServer>();
+
+/**
+ * The SDK's handler for 2026-07-28 requests (per-request `_meta` envelope, `server/discover`, the
+ * header rules and the revision's error codes). It owns nothing between requests: each one is
+ * answered by the server prepared for it, and 2025-era requests never reach it.
+ */
+function modernEraHandler(deps: AppDependencies): McpHttpHandler {
+  return createMcpHandler(
+    ({ requestInfo }) => {
+      const server = requestInfo && serversByRequest.get(requestInfo);
+      if (!server) throw new Error('No sandbox MCP server was prepared for this request.');
+      return server;
+    },
+    {
+      legacy: 'reject',
+      // The default 'auto' answers with one JSON body unless a handler emits a message before
+      // its result, which none of ours does.
+      maxRequestBodySize: MCP_BODY_LIMIT,
+      onerror: (error) => deps.logger.debug({ err: error }, 'sandbox MCP request refused'),
+    },
+  );
+}
+
+/**
+ * One request of either era, on one server built for it: a 2025-era request (the `initialize`
+ * handshake and what follows it, no `_meta` envelope) over the stateless Streamable HTTP
+ * transport, a 2026-07-28 one through the SDK's modern handler. The SDK classifies the era.
+ */
+async function serveMcpRequest(
+  request: Request,
+  message: McpMessage,
+  server: McpServer,
+  modern: McpHttpHandler,
+): Promise<Response> {
+  if (await isLegacyRequest(request, message)) {
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    return transport.handleRequest(request, { parsedBody: message });
+  }
+  serversByRequest.set(request, server);
+  return modern.fetch(request, { parsedBody: message });
+}
+
+async function handleMcpMessage(
+  c: Context<AppEnv>,
+  deps: AppDependencies,
+  message: McpMessage,
+  modern: McpHttpHandler,
+): Promise<Response> {
   const principal = c.get('principal');
   const requestId = c.get('requestId');
   const callDeps = {
@@ -185,20 +251,20 @@ async function handleMcpMessage(c: Context<AppEnv>, deps: AppDependencies, messa
   };
   // A token narrowed to some tools lists only those, and a call of any other is an unknown tool.
   const reachable = c.get('sandboxTools') ?? SANDBOX_TOOL_NAMES;
-  let admission: Admission | undefined;
+  let check: CheckedCall | Extract<Admission, { kind: 'refused' }> | undefined;
   if (message.method === 'tools/call') {
     requirePermission(principal, 'write');
     const malformed = malformedToolCall(message.params);
     if (malformed) return jsonRpcError(200, -32602, malformed, message.id);
     const params = message.params as { name: string; arguments?: unknown };
     const narrowed = reachable.length < SANDBOX_TOOL_NAMES.length;
-    admission =
+    check =
       narrowed && !(reachable as readonly string[]).includes(params.name)
         ? {
             kind: 'refused',
             refusal: { code: 'UNKNOWN_TOOL', message: `There is no such tool; the tools are ${reachable.join(', ')}.` },
           }
-        : await admitToolCall(callDeps, principal, params);
+        : await checkToolCall(callDeps, principal, params);
   }
 
   const agentKey = readBearerToken(c.req.header('Authorization'), 'INVALID_API_KEY') ?? '';
@@ -206,14 +272,23 @@ async function handleMcpMessage(c: Context<AppEnv>, deps: AppDependencies, messa
   // Every result, whatever it holds, fits the response bound with its envelope and framing.
   const bound = { maxBytes: toolResultBudget(deps.config.sandbox.maxOutputBytes), filter };
   const failure = (error: Refusal) => boundedToolResult({ error }, { ...bound, isError: true });
-  let ran = false;
-  // The call was checked from this same message (name and arguments) before the SDK saw it.
+  // A workspace busy with its maximum of calls is a 429 for the whole request, not a tool result.
+  let busy: unknown;
+  // The call was checked from this same message (name and arguments) before the SDK saw it; it
+  // reaches this handler only once the SDK has accepted the request (era, envelope, headers), so a
+  // refused request provisions nothing.
   const handle = async (_call: ToolCallParameters, mcpSignal: AbortSignal): Promise<CallToolResult> => {
-    if (admission?.kind === 'refused') return failure(admission.refusal);
-    if (admission?.kind !== 'admitted') {
+    if (check?.kind === 'refused') return failure(check.refusal);
+    if (check?.kind !== 'checked') {
       return failure({ code: 'INVALID_INPUT', message: 'The call could not be checked.' });
     }
-    ran = true;
+    let admission: Extract<Admission, { kind: 'admitted' }>;
+    try {
+      admission = await reserveWorkspaceSlot(callDeps, principal, check);
+    } catch (error) {
+      busy = error;
+      throw error;
+    }
     const outcome = await runAdmittedCall(callDeps, admission, principal, {
       signal: AbortSignal.any([c.req.raw.signal, mcpSignal]),
       requestId,
@@ -225,18 +300,11 @@ async function handleMcpMessage(c: Context<AppEnv>, deps: AppDependencies, messa
     reachable.includes(definition.name),
   );
   const server = createSandboxMcpServer(definitions, handle);
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableJsonResponse: true,
-  });
   try {
-    await server.connect(transport);
-    return await transport.handleRequest(c.req.raw, { parsedBody: message });
+    const response = await serveMcpRequest(c.req.raw, message, server, modern);
+    if (busy) throw busy;
+    return response;
   } finally {
     await server.close().catch(() => undefined);
-    if (admission?.kind === 'admitted' && !ran) {
-      // The SDK refused the call before it reached the tool: give the slot back now.
-      await releaseWorkspaceLease(deps.database.db, admission.leaseId).catch(() => undefined);
-    }
   }
 }

@@ -76,8 +76,9 @@ describe.each(MCP_ERAS)('sandbox tokens across two replicas: $name', (era) => {
         Authorization: `Bearer ${token}`,
         'Content-Type': 'application/json',
         Accept: 'application/json, text/event-stream',
+        ...era.discovery().headers,
       },
-      body: JSON.stringify(era.discovery()),
+      body: JSON.stringify(era.discovery().body),
     });
 
   it('accept on B a token minted on A, and list the tools through B with the real client', async () => {

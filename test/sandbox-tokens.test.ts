@@ -11,7 +11,7 @@ import { describeAgentAuth } from './support/agent-auth-suite.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { type Json, readJson } from './support/json.js';
 import { SANDBOX_TOOLS } from './support/mcp.js';
-import { MCP_ERAS } from './support/mcp-eras.js';
+import { type EraRequest, MCP_ERAS } from './support/mcp-eras.js';
 import { adminRequest, agentHeaders, startTestService, type TestService } from './support/service.js';
 import { upload } from './support/upload.js';
 
@@ -58,15 +58,16 @@ async function mintOk(userId: string, body: unknown = {}, key = fixture.key): Pr
 }
 
 /** One raw MCP request carrying `bearer` (and an `X-Chat-User` only when given). */
-function mcpWith(bearer: string | undefined, message: unknown, userId?: string): Promise<Response> {
+function mcpWith(bearer: string | undefined, request: EraRequest | undefined, userId?: string): Promise<Response> {
   return service.fetch('/v1/sandbox/mcp', {
     method: 'POST',
     headers: {
       ...MCP_ACCEPT,
+      ...request?.headers,
       ...(bearer === undefined ? {} : { Authorization: `Bearer ${bearer}` }),
       ...(userId === undefined ? {} : { 'X-Chat-User': userId }),
     },
-    body: JSON.stringify(message),
+    body: JSON.stringify(request?.body),
   });
 }
 
@@ -374,8 +375,8 @@ describe.each(MCP_ERAS)('sandbox tokens on /v1/sandbox/mcp: $name', (era) => {
     try {
       const response = await createApp(deps).request('/v1/sandbox/mcp', {
         method: 'POST',
-        headers: { ...MCP_ACCEPT, ...tokenHeaders(token) },
-        body: JSON.stringify(era.discovery()),
+        headers: { ...MCP_ACCEPT, ...era.discovery().headers, ...tokenHeaders(token) },
+        body: JSON.stringify(era.discovery().body),
       });
       await expectProblem(response, 401, 'INVALID_TOKEN');
       expect(response.headers.get('www-authenticate')).toContain(

@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { doublyEscapedJsonBytes, doublyEscapedStringBytes, prefixWithinDoublyEscapedBytes } from './json-text-cost.js';
 
 /** Ends every string a result had to cut, so the model sees where its view stops. */

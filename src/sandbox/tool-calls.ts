@@ -48,19 +48,26 @@ export type Admission =
 
 const RATE_WINDOW_MS = 60_000;
 
+/** A call that passed every check and may take a slot in its workspace. */
+export type CheckedCall = {
+  kind: 'checked';
+  tool: SandboxToolName;
+  input: Record<string, unknown>;
+  runtime: SandboxRuntime;
+};
+
 /**
- * Decides whether a live `tools/call` may run, in order: the per-user rate limit (429), the full
+ * Decides whether a `tools/call` may run, in order: the per-user rate limit (429), the full
  * managed-sandbox gate (published config, operator, tenant, user, backend), input validation (an
- * unknown tool or invalid arguments are refused with a stable code, touching nothing), the
- * execution policy (allow-list, then the custom hook; fails closed), and a concurrency slot in
- * the caller's workspace (429). Only an admitted call provisions anything: the workspace record is
- * created here, lazily, by the first admitted call.
+ * unknown tool or invalid arguments are refused with a stable code, touching nothing) and the
+ * execution policy (allow-list, then the custom hook; fails closed). It provisions nothing:
+ * `reserveWorkspaceSlot` does, once the protocol layer has accepted the request as a live call.
  */
-export async function admitToolCall(
+export async function checkToolCall(
   deps: SandboxCallDependencies,
   principal: AgentPrincipal,
   params: { name?: unknown; arguments?: unknown },
-): Promise<Admission> {
+): Promise<CheckedCall | Extract<Admission, { kind: 'refused' }>> {
   const operator = deps.config.sandbox;
   const rate = await consumeRateLimit(
     deps.db,
@@ -103,9 +110,22 @@ export async function admitToolCall(
     principal,
   });
   if (!decision.allowed) return { kind: 'refused', refusal: { code: 'POLICY_DENIED', message: decision.reason } };
+  return { kind: 'checked', tool: checked.tool, input: checked.input, runtime };
+}
 
+/**
+ * Takes a concurrency slot in the caller's workspace for a checked call (429 when all are busy).
+ * Only here is anything provisioned: the workspace record is created, lazily, by the first call
+ * that gets this far.
+ */
+export async function reserveWorkspaceSlot(
+  deps: SandboxCallDependencies,
+  principal: AgentPrincipal,
+  call: CheckedCall,
+): Promise<Extract<Admission, { kind: 'admitted' }>> {
+  const operator = deps.config.sandbox;
   const owner = { tenantId: principal.tenantId, agentId: principal.agentId, userId: principal.userId };
-  const workspace = await ensureWorkspaceRecord(deps.db, owner, runtime.backend.kind);
+  const workspace = await ensureWorkspaceRecord(deps.db, owner, call.runtime.backend.kind);
   const leaseId = await acquireWorkspaceLease(deps.db, workspace.id, {
     max: operator.maxConcurrentCalls,
     // Longest a call can run, plus room for file transfers; a crashed replica frees its slots then.
@@ -118,7 +138,7 @@ export async function admitToolCall(
       { headers: { 'Retry-After': '1' } },
     );
   }
-  return { kind: 'admitted', tool: checked.tool, input: checked.input, workspace, runtime, leaseId };
+  return { kind: 'admitted', tool: call.tool, input: call.input, workspace, runtime: call.runtime, leaseId };
 }
 
 /** When this process last started measuring each workspace's usage. */
