@@ -6,6 +6,7 @@ import { packageRoot } from '../src/package-root.js';
 import { describeAgentAuth } from './support/agent-auth-suite.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { INITIALIZE, toolCall } from './support/mcp.js';
+import { MODERN_ERA } from './support/mcp-eras.js';
 import { type ScriptedModelServer, startScriptedModelServer } from './support/scripted-model-server.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 import { chatBody } from './support/ui-stream.js';
@@ -103,6 +104,42 @@ describe('agent authentication of a tool call', () => {
       headers: MCP_HEADERS,
       challenge: MCP_CHALLENGE,
       body: JSON.stringify(toolCall('sandbox_exec', { command: 'touch /workspace/should-not-exist' })),
+      effects: sandboxRows,
+    },
+    context,
+  );
+});
+
+/** The same two requests in the stateless 2026-07-28 era: the same checks, in the same order. */
+const MODERN_DISCOVERY = MODERN_ERA.discovery();
+const MODERN_CALL = MODERN_ERA.call('sandbox_exec', { command: 'touch /workspace/should-not-exist' });
+
+describe('agent authentication of 2026-07-28 discovery', () => {
+  describeAgentAuth(
+    {
+      method: 'POST',
+      path: '/v1/sandbox/mcp',
+      permission: 'read',
+      rejectsAnonymous: true,
+      headers: { ...MCP_HEADERS, ...MODERN_DISCOVERY.headers },
+      challenge: MCP_CHALLENGE,
+      body: JSON.stringify(MODERN_DISCOVERY.body),
+      effects: sandboxRows,
+    },
+    context,
+  );
+});
+
+describe('agent authentication of a 2026-07-28 tool call', () => {
+  describeAgentAuth(
+    {
+      method: 'POST',
+      path: '/v1/sandbox/mcp',
+      permission: 'write',
+      rejectsAnonymous: true,
+      headers: { ...MCP_HEADERS, ...MODERN_CALL.headers },
+      challenge: MCP_CHALLENGE,
+      body: JSON.stringify(MODERN_CALL.body),
       effects: sandboxRows,
     },
     context,

@@ -4,14 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepIdleWorkspaces } from '../src/sandbox/retention.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
-import { callTool, connectSdkClient, rawMcp, toolCall } from './support/mcp.js';
+import { callTool, connectSdkClient } from './support/mcp.js';
+import { connectEra, MCP_ERAS, rawEraMcp } from './support/mcp-eras.js';
 import { awayFromWindowEdge } from './support/rate-window.js';
 import { startTestService, type TestService } from './support/service.js';
 
 const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe('rate limits and concurrency (counted in the database)', () => {
+describe.each(MCP_ERAS)('rate limits and concurrency (counted in the database): $name', (era) => {
   let service: TestService;
   let fixture: AgentFixture;
 
@@ -30,33 +31,35 @@ describe('rate limits and concurrency (counted in the database)', () => {
   it('answers 429 with Retry-After past the per-user limit, other users unaffected', async () => {
     await awayFromWindowEdge(10_000);
     for (let call = 1; call <= 4; call += 1) {
-      const response = await rawMcp(service, fixture.key, toolCall('sandbox_exec', { command: 'true' }, call), {
+      const response = await rawEraMcp(service, fixture.key, era.call('sandbox_exec', { command: 'true' }, call), {
         userId: 'limited',
       });
       expect(response.status, `call ${call}`).toBe(200);
     }
-    const refused = await rawMcp(service, fixture.key, toolCall('sandbox_exec', { command: 'true' }, 5), {
+    const refused = await rawEraMcp(service, fixture.key, era.call('sandbox_exec', { command: 'true' }, 5), {
       userId: 'limited',
     });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await readJson(refused)).code).toBe('RATE_LIMITED');
-    const other = await rawMcp(service, fixture.key, toolCall('sandbox_exec', { command: 'true' }, 6), {
+    const other = await rawEraMcp(service, fixture.key, era.call('sandbox_exec', { command: 'true' }, 6), {
       userId: 'unlimited',
     });
     expect(other.status).toBe(200);
   });
 
   it('answers 429 while the workspace is busy, and frees the slot afterwards', async () => {
-    const first = rawMcp(service, fixture.key, toolCall('sandbox_exec', { command: 'sleep 2' }, 1), { userId: 'busy' });
+    const first = rawEraMcp(service, fixture.key, era.call('sandbox_exec', { command: 'sleep 2' }, 1), {
+      userId: 'busy',
+    });
     await sleep(700);
-    const second = await rawMcp(service, fixture.key, toolCall('sandbox_exec', { command: 'true' }, 2), {
+    const second = await rawEraMcp(service, fixture.key, era.call('sandbox_exec', { command: 'true' }, 2), {
       userId: 'busy',
     });
     expect(second.status).toBe(429);
     expect(second.headers.get('retry-after')).toBe('1');
     expect((await first).status).toBe(200);
-    const third = await rawMcp(service, fixture.key, toolCall('sandbox_exec', { command: 'true' }, 3), {
+    const third = await rawEraMcp(service, fixture.key, era.call('sandbox_exec', { command: 'true' }, 3), {
       userId: 'busy',
     });
     expect(third.status).toBe(200);
@@ -65,18 +68,18 @@ describe('rate limits and concurrency (counted in the database)', () => {
   });
 });
 
-describe('execution policy', () => {
+describe.each(MCP_ERAS)('execution policy: $name', (era) => {
   it('refuses tools outside the operator allow-list before they run', async () => {
     const service = await startTestService({
       environment: { MORDN_SANDBOX_ENABLED: 'true', MORDN_SANDBOX_TOOLS: 'sandbox_list_files,sandbox_read_file' },
     });
     try {
       const fixture = await createAgentFixture(service.database.db, { published: ENABLED });
-      const client = await connectSdkClient(service, fixture.key);
+      const client = await connectEra(era, service, fixture.key);
       try {
-        const denied = await callTool(client, 'sandbox_exec', { command: 'touch made-it' });
+        const denied = await client.callTool('sandbox_exec', { command: 'touch made-it' });
         expect(denied.value.error.code).toBe('POLICY_DENIED');
-        const listed = await callTool(client, 'sandbox_list_files', {});
+        const listed = await client.callTool('sandbox_list_files', {});
         expect(listed.isError).toBe(false);
         expect(listed.value.entries).toEqual([]);
       } finally {
@@ -99,15 +102,15 @@ describe('execution policy', () => {
     });
     try {
       const fixture = await createAgentFixture(service.database.db, { published: ENABLED });
-      const client = await connectSdkClient(service, fixture.key, 'carol');
+      const client = await connectEra(era, service, fixture.key, 'carol');
       try {
-        expect((await callTool(client, 'sandbox_write_file', { path: 'x.txt', content: 'x' })).value.error.code).toBe(
+        expect((await client.callTool('sandbox_write_file', { path: 'x.txt', content: 'x' })).value.error.code).toBe(
           'POLICY_DENIED',
         );
-        expect((await callTool(client, 'sandbox_exec', { command: 'rm -rf x.txt' })).value.error.code).toBe(
+        expect((await client.callTool('sandbox_exec', { command: 'rm -rf x.txt' })).value.error.code).toBe(
           'POLICY_DENIED',
         );
-        expect((await callTool(client, 'sandbox_exec', { command: 'ls x.txt 2>&1; true' })).value.stdout).toMatch(
+        expect((await client.callTool('sandbox_exec', { command: 'ls x.txt 2>&1; true' })).value.stdout).toMatch(
           /No such file/,
         );
       } finally {
@@ -120,16 +123,16 @@ describe('execution policy', () => {
   });
 });
 
-describe('abort', () => {
+describe.each(MCP_ERAS)('abort: $name', (era) => {
   it('kills the remote process tree when the HTTP request is aborted', async () => {
     const service = await startTestService({ environment: { MORDN_SANDBOX_ENABLED: 'true' } });
     try {
       const fixture = await createAgentFixture(service.database.db, { published: ENABLED });
       const controller = new AbortController();
-      const running = rawMcp(
+      const running = rawEraMcp(
         service,
         fixture.key,
-        toolCall('sandbox_exec', {
+        era.call('sandbox_exec', {
           command: '(while true; do date +%s%N >> heartbeat; sleep 0.1; done) & sleep 30; touch finished',
           timeoutSeconds: 60,
         }),
@@ -139,12 +142,12 @@ describe('abort', () => {
       controller.abort();
       expect(await running).toBeInstanceOf(Error);
       await sleep(1_000);
-      const client = await connectSdkClient(service, fixture.key, 'dave');
+      const client = await connectEra(era, service, fixture.key, 'dave');
       try {
-        const first = await callTool(client, 'sandbox_exec', { command: 'wc -l < heartbeat' });
+        const first = await client.callTool('sandbox_exec', { command: 'wc -l < heartbeat' });
         expect(Number(first.value.stdout)).toBeGreaterThan(2);
         await sleep(600);
-        const second = await callTool(client, 'sandbox_exec', { command: 'wc -l < heartbeat; ls finished 2>&1; true' });
+        const second = await client.callTool('sandbox_exec', { command: 'wc -l < heartbeat; ls finished 2>&1; true' });
         expect(second.value.stdout.split('\n')[0]).toBe(first.value.stdout.trim());
         expect(second.value.stdout).toMatch(/No such file/);
       } finally {

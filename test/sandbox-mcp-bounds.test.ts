@@ -5,6 +5,7 @@ import { TRUNCATION_MARKER } from '../src/mcp/bounded-tool-result.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { type Json, readJson } from './support/json.js';
 import { rawMcp, toolCall } from './support/mcp.js';
+import { type EraRequest, MCP_ERAS, MODERN_ERA } from './support/mcp-eras.js';
 import { startTestService, type TestService } from './support/service.js';
 
 const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
@@ -104,18 +105,31 @@ function expectTruncated(tool: string, value: Json): void {
 }
 
 describe.each(['default', 'lowered'] as const)('tool responses on the wire (%s output limit)', (name) => {
+  /** A legacy call with a version header, as clients of that revision send it. */
+  const legacyWith =
+    (headers: Record<string, string>) =>
+    (tool: string, args: Record<string, unknown>): EraRequest => ({ body: toolCall(tool, args), headers });
   describe.each([
-    ['no version header', {}],
-    ['2025-03-26', { 'Mcp-Protocol-Version': '2025-03-26' }],
-    ['2025-06-18', { 'Mcp-Protocol-Version': '2025-06-18' }],
+    ['legacy, no version header', legacyWith({})],
+    ['legacy 2025-03-26', legacyWith({ 'Mcp-Protocol-Version': '2025-03-26' })],
+    ['legacy 2025-06-18', legacyWith({ 'Mcp-Protocol-Version': '2025-06-18' })],
     [
-      '2025-11-25, event stream preferred',
-      { 'Mcp-Protocol-Version': '2025-11-25', Accept: 'text/event-stream, application/json' },
+      'legacy 2025-11-25, event stream preferred',
+      legacyWith({ 'Mcp-Protocol-Version': '2025-11-25', Accept: 'text/event-stream, application/json' }),
     ],
-  ])('protocol: %s', (_era, headers: Record<string, string>) => {
+    ['2026-07-28', (tool: string, args: Record<string, unknown>) => MODERN_ERA.call(tool, args)],
+    [
+      '2026-07-28, event stream preferred',
+      (tool: string, args: Record<string, unknown>) => {
+        const request = MODERN_ERA.call(tool, args);
+        return { ...request, headers: { ...request.headers, Accept: 'text/event-stream, application/json' } };
+      },
+    ],
+  ])('protocol: %s', (_era, requestOf: (tool: string, args: Record<string, unknown>) => EraRequest) => {
     it.each(CASES)('%s comes back truncated and marked, within the bound', async (_label, tool, args) => {
       const { service, fixture, bound } = deployments[name];
-      const response = await rawMcp(service, fixture.key, toolCall(tool, args), { userId: 'alice', headers });
+      const request = requestOf(tool, args);
+      const response = await rawMcp(service, fixture.key, request.body, { userId: 'alice', headers: request.headers });
       expect(response.status).toBe(200);
       const body = Buffer.from(await response.arrayBuffer());
       expect(body.length).toBeLessThanOrEqual(bound);
@@ -129,10 +143,10 @@ describe.each(['default', 'lowered'] as const)('tool responses on the wire (%s o
     });
   });
 
-  it('refuses a JSON-RPC id too long to echo within the bound', async () => {
+  it.each(MCP_ERAS)('refuses a JSON-RPC id too long to echo within the bound ($name)', async (era) => {
     const { service, fixture } = deployments[name];
-    const call = { ...toolCall('sandbox_exec', { command: 'true' }), id: 'i'.repeat(300) };
-    const response = await rawMcp(service, fixture.key, call, { userId: 'alice' });
+    const request = era.call('sandbox_exec', { command: 'true' }, 'i'.repeat(300));
+    const response = await rawMcp(service, fixture.key, request.body, { userId: 'alice', headers: request.headers });
     expect(response.status).toBe(400);
     expect((await readJson(response)).error).toEqual({
       code: -32600,

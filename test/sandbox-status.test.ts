@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeAgentAuth } from './support/agent-auth-suite.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
-import { callTool, connectSdkClient } from './support/mcp.js';
+import { connectEra, MCP_ERAS } from './support/mcp-eras.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 
 const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
@@ -61,15 +61,17 @@ describe('GET /v1/sandbox/status with the operator switch on', () => {
 
   it('keeps a closed gate closed for tools: no workspace, an isError result', async () => {
     const before = await workspaceState(service);
-    const client = await connectSdkClient(service, disabled.key);
-    try {
-      const result = await callTool(client, 'sandbox_exec', { command: 'touch /workspace/should-not-exist' });
-      expect(result).toEqual({
-        isError: true,
-        value: { error: { code: 'SANDBOX_UNAVAILABLE', message: expect.any(String) } },
-      });
-    } finally {
-      await client.close();
+    for (const era of MCP_ERAS) {
+      const client = await connectEra(era, service, disabled.key);
+      try {
+        const result = await client.callTool('sandbox_exec', { command: 'touch /workspace/should-not-exist' });
+        expect(result, era.name).toEqual({
+          isError: true,
+          value: { error: { code: 'SANDBOX_UNAVAILABLE', message: expect.any(String) } },
+        });
+      } finally {
+        await client.close();
+      }
     }
     expect(await workspaceState(service)).toEqual(before);
   });
@@ -81,12 +83,14 @@ describe('GET /v1/sandbox/status with the operator switch on', () => {
     try {
       const fixture = await createAgentFixture(restricted.database.db, { published: ENABLED });
       expect(await status(restricted, fixture)).toStrictEqual({ enabled: true, available: false });
-      const client = await connectSdkClient(restricted, fixture.key);
-      try {
-        const result = await callTool(client, 'sandbox_exec', { command: 'true' });
-        expect(result.value.error.code).toBe('SANDBOX_UNAVAILABLE');
-      } finally {
-        await client.close();
+      for (const era of MCP_ERAS) {
+        const client = await connectEra(era, restricted, fixture.key);
+        try {
+          const result = await client.callTool('sandbox_exec', { command: 'true' });
+          expect(result.value.error.code, era.name).toBe('SANDBOX_UNAVAILABLE');
+        } finally {
+          await client.close();
+        }
       }
       expect(await workspaceState(restricted)).toEqual({ rows: 0, directories: 0 });
     } finally {
@@ -118,13 +122,15 @@ describe('GET /v1/sandbox/status with the operator switch off', () => {
     try {
       const fixture = await createAgentFixture(service.database.db, { published: ENABLED });
       expect(await status(service, fixture)).toStrictEqual({ enabled: true, available: false });
-      const client = await connectSdkClient(service, fixture.key);
-      try {
-        expect((await callTool(client, 'sandbox_exec', { command: 'true' })).value.error.code).toBe(
-          'SANDBOX_UNAVAILABLE',
-        );
-      } finally {
-        await client.close();
+      for (const era of MCP_ERAS) {
+        const client = await connectEra(era, service, fixture.key);
+        try {
+          expect((await client.callTool('sandbox_exec', { command: 'true' })).value.error.code, era.name).toBe(
+            'SANDBOX_UNAVAILABLE',
+          );
+        } finally {
+          await client.close();
+        }
       }
       expect(await workspaceState(service)).toEqual({ rows: 0, directories: 0 });
     } finally {
@@ -159,13 +165,15 @@ describe('a host that cannot enforce the sandbox limits', () => {
       );
       // Nothing else failed, and no reason is given for what did not.
       expect(Object.keys(body.reasons ?? {})).toEqual(['sandbox']);
-      const client = await connectSdkClient(strict, fixture.key, 'user-1');
-      try {
-        const refused = await callTool(client, 'sandbox_exec', { command: 'echo ran' });
-        expect(refused.isError).toBe(true);
-        expect(refused.value).not.toMatchObject({ stdout: 'ran\n' });
-      } finally {
-        await client.close();
+      for (const era of MCP_ERAS) {
+        const client = await connectEra(era, strict, fixture.key, 'user-1');
+        try {
+          const refused = await client.callTool('sandbox_exec', { command: 'echo ran' });
+          expect(refused.isError, era.name).toBe(true);
+          expect(refused.value).not.toMatchObject({ stdout: 'ran\n' });
+        } finally {
+          await client.close();
+        }
       }
     } finally {
       await strict.close();

@@ -2,7 +2,8 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Json } from './json.js';
-import { INITIALIZE, toolCall } from './mcp.js';
+import { INITIALIZE, rawMcp, toolCall } from './mcp.js';
+import { agentHeaders, type TestService } from './service.js';
 
 /** What a test needs from an MCP client, whatever protocol revision it speaks. */
 /** A listed tool, as much of it as tests look at. */
@@ -131,3 +132,23 @@ export const MODERN_ERA: McpEra = {
 };
 
 export const MCP_ERAS: readonly McpEra[] = [LEGACY_ERA, MODERN_ERA];
+
+/** A real client of `era` on the service's sandbox endpoint, as `userId` of the key's agent. */
+export function connectEra(
+  era: McpEra,
+  service: Pick<TestService, 'url'>,
+  key: string,
+  userId = 'user-1',
+): Promise<EraClient> {
+  return era.connect(`${service.url}/v1/sandbox/mcp`, agentHeaders(key, userId));
+}
+
+/** One raw request of an era (its body and headers), as `rawMcp` sends it. */
+export function rawEraMcp(
+  service: Pick<TestService, 'fetch'>,
+  key: string,
+  request: EraRequest,
+  options: Parameters<typeof rawMcp>[3] = {},
+): Promise<Response> {
+  return rawMcp(service, key, request.body, { ...options, headers: { ...request.headers, ...options.headers } });
+}
