@@ -40,6 +40,16 @@ const STATELESS_REFUSED_METHODS = ['get', 'delete', 'put', 'patch'] as const;
 /** Every MCP request body, chunked or not, is at most 1 MiB. */
 const MCP_BODY_LIMIT = 1024 * 1024;
 
+/** The headers a 2026-07-28 request repeats from its body (absent in the legacy era). */
+const MODERN_ERA_HEADERS = {
+  'mcp-protocol-version': z
+    .string()
+    .optional()
+    .openapi({ description: 'The revision of a 2026-07-28 request, as in its `_meta` (e.g. `2026-07-28`).' }),
+  'mcp-method': z.string().optional().openapi({ description: 'The JSON-RPC method of a 2026-07-28 request.' }),
+  'mcp-name': z.string().optional().openapi({ description: 'The tool name of a 2026-07-28 `tools/call`.' }),
+};
+
 const StatusSchema = z.object({ enabled: z.boolean(), available: z.boolean() }).strict().openapi('SandboxStatus');
 
 function jsonRpcError(status: number, code: number, message: string, id: unknown = null): Response {
@@ -89,12 +99,13 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
     method: 'post',
     path: '/v1/sandbox/mcp',
     tags: ['Sandbox'],
-    summary: 'MCP Streamable HTTP endpoint (stateless, JSON responses) exposing the six sandbox tools.',
+    summary:
+      'MCP Streamable HTTP endpoint (stateless, JSON responses) exposing the six sandbox tools, in both protocol eras.',
     description:
-      '`initialize` and `tools/list` need the read permission and are static; `tools/call` needs write, re-checks the whole gate and is the only request that provisions a workspace. JSON-RPC batches are refused. Authenticated by an agent key with `X-Chat-User`, or by a per-user sandbox token (`POST /v1/sandbox/tokens`) alone: its user, permissions and tools come from the token, and an `X-Chat-User` sent with it must name the same user. Every 401 carries `WWW-Authenticate: Bearer resource_metadata="…/.well-known/oauth-protected-resource"`.',
+      'Serves the legacy handshake era (`initialize`, protocol 2025-11-25 and older) and the stateless 2026-07-28 revision on the same URL; the era is told from the body: a request whose `params._meta` carries `io.modelcontextprotocol/protocolVersion` is 2026-07-28 and must also send the `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`) `Mcp-Name` headers, which must agree with the body (`-32020`, 400); an unserved revision is `-32022` (400) and an unknown method `-32601` (404). `initialize`, `server/discover` and `tools/list` need the read permission and are static; `tools/call` needs write, re-checks the whole gate and is the only request that provisions a workspace. JSON-RPC batches are refused. Authenticated by an agent key with `X-Chat-User`, or by a per-user sandbox token (`POST /v1/sandbox/tokens`) alone: its user, permissions and tools come from the token, and an `X-Chat-User` sent with it must name the same user. Every 401 carries `WWW-Authenticate: Bearer resource_metadata="…/.well-known/oauth-protected-resource"`.',
     security: [...AGENT_SECURITY, { sandboxToken: [] }],
     request: {
-      headers: UserHeaderSchema.partial(),
+      headers: UserHeaderSchema.partial().extend(MODERN_ERA_HEADERS),
       body: { required: true, content: { 'application/json': { schema: z.object({}).passthrough() } } },
     },
     responses: {

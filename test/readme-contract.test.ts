@@ -57,6 +57,29 @@ describe('README error tables', () => {
   });
 });
 
+/**
+ * The JSON-RPC answer with this id in the output of several curl calls (printed without
+ * newlines between them): the one parseable object that starts at a `{"result":` and ends there.
+ */
+function jsonRpcAnswer(output: string, id: number): { result?: Record<string, unknown> } {
+  const ending = `"id":${id}}`;
+  const end = output.indexOf(ending);
+  if (end < 0) return {};
+  const candidate = output.slice(0, end + ending.length);
+  for (
+    let start = candidate.lastIndexOf('{"result":');
+    start >= 0;
+    start = candidate.lastIndexOf('{"result":', start - 1)
+  ) {
+    try {
+      return JSON.parse(candidate.slice(start));
+    } catch {
+      // Not this one: an earlier answer holds it.
+    }
+  }
+  return {};
+}
+
 describe.skipIf(MISSING_TOOLS.length > 0)('README shell blocks, run as written', () => {
   it("quickstart: `mordn init`'s printed curl line answers as the README shows", async () => {
     const printed = describeInitResult(await initialize(service.database.db), README_ORIGIN);
@@ -79,11 +102,14 @@ describe.skipIf(MISSING_TOOLS.length > 0)('README shell blocks, run as written',
     const sandboxRequests = sandboxes[1] ?? '';
     expect(sandboxRequests).toContain('"method":"tools/call"');
 
+    const tokens = shellBlocks(section(README, '#### Per-user MCP tokens'));
+    expect(tokens[0]).toContain('$BASE/v1/sandbox/tokens');
+
     const finalCheck = [
       'echo',
       `echo "KEY_STATUS=$(curl -s -o /dev/null -w '%{http_code}' $BASE/v1/me -H "Authorization: Bearer $KEY" -H 'X-Chat-User: user-123')"`,
     ].join('\n');
-    const script = atService([...requests, sandboxRequests, finalCheck].join('\n'));
+    const script = atService([...requests, sandboxRequests, ...tokens, finalCheck].join('\n'));
     const { stdout } = await runBash(script, { MORDN_ADMIN_TOKEN: TEST_ADMIN_TOKEN }, 90_000);
 
     // The revocation example revokes a key of its own; the walkthrough's key still works at the end.
@@ -97,5 +123,19 @@ describe.skipIf(MISSING_TOOLS.length > 0)('README shell blocks, run as written',
     const exec = JSON.parse(answer as string).result.structuredContent;
     expect(exec).toMatchObject({ exitCode: 0, timedOut: false });
     expect(exec.stdout).toMatch(/^1000\nPython 3\.[\s\S]*no network\n$/);
+
+    // The 2026-07-28 call of the same section.
+    const modern = jsonRpcAnswer(stdout, 2);
+    expect(modern.result).toMatchObject({ resultType: 'complete', structuredContent: { stdout: 'modern\n' } });
+
+    // The token block: minted, used alone in both eras, revoked, then refused.
+    expect(stdout).toMatch(/"token":"mordn_mcp_[A-Za-z0-9_-]{43}"/);
+    for (const id of [11, 12]) {
+      const answer = jsonRpcAnswer(stdout, id);
+      expect(answer.result?.structuredContent, `token call ${id}`).toMatchObject({ exitCode: 0 });
+    }
+    // Revoked (both DELETEs print nothing), the token is refused right after its last answer.
+    expect(stdout).toMatch(/"id":12\}401$/m);
+    expect(stdout).toContain('"resource_name":"Mordn sandbox MCP"');
   }, 120_000);
 });
