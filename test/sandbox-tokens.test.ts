@@ -432,7 +432,8 @@ describe.each(MCP_ERAS)('sandbox tokens on /v1/sandbox/mcp: $name', (era) => {
     }
     const before = await sandboxEffects();
     const response = await mcpWith(token, era.call('sandbox_exec', { command: 'touch canary' }));
-    await expectProblem(response, 403, 'INSUFFICIENT_PERMISSION');
+    const problem = await expectProblem(response, 403, 'INSUFFICIENT_PERMISSION');
+    expect(problem.detail).toBe('This sandbox token lacks the "write" permission required by this operation.');
     expect(await sandboxEffects()).toEqual(before);
     expect(await workspacesOf(userId)).toEqual([]);
   });

@@ -14,14 +14,17 @@ export interface AgentPrincipal {
   readonly keyId: string;
   readonly permissions: readonly Permission[];
   readonly userId: string;
+  /** Set when the caller holds a per-user sandbox token rather than the agent key. */
+  readonly sandboxTokenId?: string;
 }
 
-/** Throws 403 `INSUFFICIENT_PERMISSION` unless the key carries `permission`. */
+/** Throws 403 `INSUFFICIENT_PERMISSION` unless the key (or sandbox token) carries `permission`. */
 export function requirePermission(principal: AgentPrincipal, permission: Permission): void {
   if (!principal.permissions.includes(permission)) {
+    const credential = principal.sandboxTokenId === undefined ? 'API key' : 'sandbox token';
     throw new ServiceError(
       'INSUFFICIENT_PERMISSION',
-      `This API key lacks the "${permission}" permission required by this operation.`,
+      `This ${credential} lacks the "${permission}" permission required by this operation.`,
     );
   }
 }

@@ -65,8 +65,11 @@ export async function authenticateSandboxMcpCaller(
     if (credentials.userHeaderValues.length > 0 && parseUserId(credentials.userHeaderValues) !== token.userId) {
       throw new ServiceError('INVALID_USER', `The ${USER_HEADER} header names another user than the sandbox token.`);
     }
-    const { tenantId, agentId, keyId, permissions, userId } = token;
-    return { principal: { tenantId, agentId, keyId, permissions, userId }, tools: token.tools };
+    const { tenantId, agentId, keyId, permissions, userId, tokenId } = token;
+    return {
+      principal: { tenantId, agentId, keyId, permissions, userId, sandboxTokenId: tokenId },
+      tools: token.tools,
+    };
   } catch (error) {
     // The agent-key path answers with a bare `Bearer` challenge; here every 401 names the metadata.
     if (isServiceError(error) && error.status === 401 && !error.headers?.['WWW-Authenticate']?.includes('resource')) {
