@@ -2,6 +2,7 @@ import { benchChat } from './chat.js';
 import { benchDocker } from './docker.js';
 import { benchHealth } from './health.js';
 import { benchLoad } from './load.js';
+import { benchMcpEras } from './mcp-eras.js';
 import { benchMcpMemory } from './mcp-memory.js';
 import { benchSandbox } from './sandbox.js';
 import { benchSdkFloor } from './sdk-floor.js';
@@ -23,6 +24,7 @@ const BENCHMARKS: Record<string, (flags: BenchFlags) => Promise<unknown>> = {
   chat: () => benchChat(),
   docker: () => benchDocker(),
   'mcp-memory': () => benchMcpMemory(),
+  'mcp-eras': () => benchMcpEras(),
   load: (flags) => benchLoad(flags.streams === undefined ? {} : { streams: flags.streams }),
   'sdk-floor': (flags) => benchSdkFloor(flags.streams === undefined ? {} : { streams: flags.streams }),
   soak: (flags) =>

@@ -33,6 +33,7 @@ import {
   runAdmittedCall,
 } from '../src/sandbox/tool-calls.js';
 import { sandboxToolDefinitions } from '../src/sandbox/tools/definitions.js';
+import { readUserWorkspaceUsage } from '../src/sandbox/tools/workspace-usage.js';
 
 /** Methods of the MCP endpoint a stateless server refuses with 405 (there is no stream or session). */
 const STATELESS_REFUSED_METHODS = ['get', 'delete', 'put', 'patch'] as const;
@@ -52,6 +53,31 @@ const MODERN_ERA_HEADERS = {
 
 const StatusSchema = z.object({ enabled: z.boolean(), available: z.boolean() }).strict().openapi('SandboxStatus');
 
+const UsageSchema = z
+  .object({
+    workspace: z
+      .object({
+        lastUsedAt: z.string().openapi({ description: 'ISO time of the last tool call in the workspace.' }),
+        bytesUsed: z.number().int().nullable().openapi({ description: 'Bytes its files take.' }),
+        quotaBytes: z.number().int().openapi({ description: 'The byte quota (`MORDN_SANDBOX_WORKSPACE_MAX_BYTES`).' }),
+        fileCount: z.number().int().nullable().openapi({ description: 'Files, directories and links it holds.' }),
+        fileQuota: z
+          .number()
+          .int()
+          .nullable()
+          .openapi({ description: 'The most files it can hold; null where no file limit is enforced.' }),
+        deleteAfter: z.string().nullable().openapi({
+          description:
+            'ISO time (last use + `MORDN_SANDBOX_RETENTION_DAYS`) after which it is deleted unless used again; null when retention is off.',
+        }),
+      })
+      .strict()
+      .nullable()
+      .openapi({ description: 'Null when the user has no workspace yet.' }),
+  })
+  .strict()
+  .openapi('SandboxUsage');
+
 function jsonRpcError(status: number, code: number, message: string, id: unknown = null): Response {
   return new Response(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }), {
     status,
@@ -60,8 +86,9 @@ function jsonRpcError(status: number, code: number, message: string, id: unknown
 }
 
 /**
- * `GET /v1/sandbox/status` and `POST /v1/sandbox/mcp`. Both refuse `anon:` users. The MCP endpoint
- * is stateless: every request gets a fresh server and transport closed over the caller's scope.
+ * `GET /v1/sandbox/status`, `GET /v1/sandbox/usage` and `POST /v1/sandbox/mcp`. All refuse `anon:`
+ * users. The MCP endpoint is stateless: every request gets a fresh server and transport closed
+ * over the caller's scope.
  */
 export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies): void {
   const { db } = deps.database;
@@ -93,6 +120,39 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
       deps.logger.info({ requestId: c.get('requestId'), gate: status.closedBy }, 'sandbox gate closed');
     c.header('Cache-Control', 'private, no-store');
     return c.json({ enabled: status.enabled, available: status.available }, 200);
+  });
+
+  const usageRoute = createRoute({
+    method: 'get',
+    path: '/v1/sandbox/usage',
+    tags: ['Sandbox'],
+    summary: "The caller's workspace usage: bytes and files against the quota, and when retention deletes it.",
+    description:
+      'The same figures `sandbox_list_files` gives the model, plus the last use. `{"workspace":null}` when the user has no workspace yet; nothing is ever provisioned or recorded as a use, so asking does not postpone deletion. Counts are null when the workspace could not be measured. 503 `MANAGED_SANDBOX_UNAVAILABLE` when the user has a workspace but sandboxes are off on this service.',
+    security: AGENT_SECURITY,
+    middleware: [agentAuth(db, 'read', { rejectAnonymous: true })] as const,
+    request: { headers: UserHeaderSchema },
+    responses: {
+      200: { description: 'Usage.', content: { 'application/json': { schema: UsageSchema } } },
+      ...AGENT_AUTH_RESPONSES,
+      ...problemResponses(503),
+    },
+  });
+  app.openapi(usageRoute, async (c) => {
+    const principal = c.get('principal');
+    const answer = await readUserWorkspaceUsage(
+      db,
+      deps.sandbox?.backend,
+      { tenantId: principal.tenantId, agentId: principal.agentId, userId: principal.userId },
+      {
+        limits: deps.config.sandbox,
+        onError: (error) =>
+          deps.logger.warn({ requestId: c.get('requestId'), err: error }, 'workspace usage not measured'),
+      },
+    );
+    if (!answer) throw new ServiceError('MANAGED_SANDBOX_UNAVAILABLE', 'Managed sandboxes are off on this service.');
+    c.header('Cache-Control', 'private, no-store');
+    return c.json(answer, 200);
   });
 
   app.openAPIRegistry.registerPath({

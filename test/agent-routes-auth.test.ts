@@ -94,6 +94,11 @@ describeAgentAuth(
   context,
 );
 
+describeAgentAuth(
+  { method: 'GET', path: '/v1/sandbox/usage', permission: 'read', rejectsAnonymous: true, effects: sandboxRows },
+  context,
+);
+
 describe('agent authentication of a tool call', () => {
   describeAgentAuth(
     {

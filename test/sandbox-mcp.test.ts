@@ -559,7 +559,18 @@ describe('the 2026-07-28 era on the wire', () => {
     const { result } = await readJson(await modern(MODERN_ERA.call('sandbox_list_files', {})));
     expect(result.resultType).toBe('complete');
     expect(result._meta['io.modelcontextprotocol/serverInfo'].name).toBe('mordn-sandbox');
-    expect(result.structuredContent).toEqual({ path: '.', entries: [], truncated: false });
+    expect(result.structuredContent).toEqual({
+      path: '.',
+      entries: [],
+      truncated: false,
+      usage: {
+        bytesUsed: expect.any(Number),
+        quotaBytes: service.config.sandbox.workspaceMaxBytes,
+        fileCount: 0,
+        fileQuota: service.config.sandbox.weakLimits ? null : expect.any(Number),
+        deleteAfter: expect.any(String),
+      },
+    });
   });
 
   it('refuses headers that disagree with the body with -32020, running nothing', async () => {

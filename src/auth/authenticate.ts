@@ -41,12 +41,12 @@ export async function authenticateAgent(
       headers: CHALLENGE,
     });
   }
-  const invalid = new ServiceError('INVALID_API_KEY', 'The API key is invalid or has been revoked.', {
-    headers: CHALLENGE,
-  });
-  if (!isWellFormedApiKey(token)) throw invalid;
+  // Built only when thrown: an error captures a stack trace, which every valid request would pay for.
+  const invalid = () =>
+    new ServiceError('INVALID_API_KEY', 'The API key is invalid or has been revoked.', { headers: CHALLENGE });
+  if (!isWellFormedApiKey(token)) throw invalid();
   const key = await findActiveApiKey(db, token);
-  if (!key) throw invalid;
+  if (!key) throw invalid();
   const userId = parseUserId(credentials.userHeaderValues);
   return { tenantId: key.tenantId, agentId: key.agentId, keyId: key.keyId, permissions: key.permissions, userId };
 }

@@ -1,4 +1,4 @@
-import { type CallToolResult, McpServer } from '@modelcontextprotocol/server';
+import { type CallToolResult, McpServer, type StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
 import type { ToolDefinition } from '../sandbox/tools/definitions.js';
 
@@ -19,6 +19,37 @@ let validator: AjvJsonSchemaValidator | undefined;
 function sharedValidator(): AjvJsonSchemaValidator {
   validator ??= new AjvJsonSchemaValidator();
   return validator;
+}
+
+/**
+ * A tool's input schema as the SDK sees it, with its JSON Schema converted once. The SDK converts
+ * on every `tools/list` and, for the 2026-07-28 header check, on every `tools/call`; it caches
+ * per server, and a server lives for one request here, so without this every request would
+ * convert again (the largest cost of a 2026-07-28 call before). The conversion is pure and the
+ * SDK only reads what it gets, so one result serves every request.
+ */
+const listedSchemas = new WeakMap<ToolDefinition['inputSchema'], StandardSchemaWithJSON>();
+function listedSchema(schema: ToolDefinition['inputSchema']): StandardSchemaWithJSON {
+  const known = listedSchemas.get(schema);
+  if (known) return known;
+  const standard = schema['~standard'];
+  const converted = new Map<string, Record<string, unknown>>();
+  const memoised =
+    (io: 'input' | 'output') =>
+    (options: Parameters<typeof standard.jsonSchema.input>[0]): Record<string, unknown> => {
+      const key = `${io}:${options.target}`;
+      let json = converted.get(key);
+      if (!json) {
+        json = standard.jsonSchema[io](options);
+        converted.set(key, json);
+      }
+      return json;
+    };
+  const listed: StandardSchemaWithJSON = {
+    '~standard': { ...standard, jsonSchema: { input: memoised('input'), output: memoised('output') } },
+  };
+  listedSchemas.set(schema, listed);
+  return listed;
 }
 
 /** The `tools/call` parameters as sent: the name and arguments are checked by the handler, not here. */
@@ -49,7 +80,7 @@ export function createSandboxMcpServer(
       {
         title: definition.title,
         description: definition.description,
-        inputSchema: definition.inputSchema,
+        inputSchema: listedSchema(definition.inputSchema),
         annotations: definition.annotations,
       },
       (input, context) =>

@@ -51,11 +51,24 @@ export interface SandboxBackend {
     options: { maxBytes: number; exclusive?: boolean },
   ): Promise<{ size: number }>;
 
-  /** Bytes the workspace's files take (for the byte quota). */
-  usage(workspaceId: string): Promise<{ bytes: number }>;
+  /**
+   * What the workspace holds: bytes (for the byte quota) and files, directories and links (for
+   * the file limit). Cheap with a workspace filesystem (one statfs); a bounded walk otherwise.
+   */
+  usage(workspaceId: string): Promise<WorkspaceMeasure>;
 
   /** Stops every sandbox this backend runs (their workspaces stay); for shutdown. */
   close?(): Promise<void>;
+}
+
+/** A workspace's measured size. */
+export interface WorkspaceMeasure {
+  /** Bytes its files take. */
+  bytes: number;
+  /** Files, directories and links it holds (inodes; the root directory aside). */
+  files: number;
+  /** The most files it can hold, when its own filesystem enforces a limit (absent under weak limits). */
+  maxFiles?: number;
 }
 
 export interface ExecOptions {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import {
   CreateBucketCommand,
@@ -10,6 +10,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { createS3Client, type S3ChecksumPolicy } from '../../src/storage/s3-storage.js';
+import { readEnvFile } from './env-file.js';
 
 /** Where a Ceph S3 gateway started by `scripts/radosgw.sh` answers, and as whom to sign. */
 export interface RadosgwGateway {
@@ -24,16 +25,6 @@ const VARIABLES = {
   secretAccessKey: 'MORDN_TEST_RADOSGW_SECRET_KEY',
   region: 'MORDN_TEST_RADOSGW_REGION',
 } as const;
-
-/** The `export NAME=value` lines of the env file `scripts/radosgw.sh` writes. */
-function readEnvFile(file: string): Record<string, string> {
-  const entries = readFileSync(file, 'utf8')
-    .split('\n')
-    .map((line) => /^(?:export )?([A-Z0-9_]+)=(.*)$/.exec(line.trim()))
-    .filter((match) => match !== null)
-    .map((match) => [match[1] ?? '', match[2] ?? ''] as const);
-  return Object.fromEntries(entries);
-}
 
 /**
  * The gateway named by the MORDN_TEST_RADOSGW_* variables, or else by the env file in

@@ -1,3 +1,4 @@
+import type { WorkspaceMeasure } from '../backend.js';
 import { type CgroupHierarchy, openCgroupHierarchy } from './cgroups.js';
 import { createQuotaFilesystems, defaultMaxFiles, type QuotaFilesystems } from './quota-filesystem.js';
 
@@ -79,8 +80,9 @@ export async function prepareHostLimits(options: HostLimitsOptions): Promise<Hos
 }
 
 /**
- * Bytes a workspace's files take: what its own filesystem counts when it has one, otherwise
- * `walk` (the file helper's sum over a plain directory, under weak limits).
+ * Bytes and files of a workspace: what its own filesystem counts when it has one (one statfs,
+ * with the file limit it enforces), otherwise `walk` (the file helper's sum over a plain
+ * directory, under weak limits, where no file limit applies).
  *
  * @example
  * usage: (id) => workspaceUsage((await host()).quota, id, fileOperations.usage),
@@ -88,8 +90,11 @@ export async function prepareHostLimits(options: HostLimitsOptions): Promise<Hos
 export async function workspaceUsage(
   quota: QuotaFilesystems | undefined,
   workspaceId: string,
-  walk: (workspaceId: string) => Promise<{ bytes: number }>,
-): Promise<{ bytes: number }> {
-  if (quota && (await quota.existing(workspaceId))) return { bytes: (await quota.usage(workspaceId)).bytes };
+  walk: (workspaceId: string) => Promise<WorkspaceMeasure>,
+): Promise<WorkspaceMeasure> {
+  if (quota && (await quota.existing(workspaceId))) {
+    const { bytes, files, maxFiles } = await quota.usage(workspaceId);
+    return { bytes, files, maxFiles };
+  }
   return walk(workspaceId);
 }

@@ -1,6 +1,12 @@
 import { Readable } from 'node:stream';
 import { observeStreamErrors } from '../../stream-errors.js';
-import { type DirectoryEntry, type ListResult, type SandboxBackend, WorkspaceFileError } from '../backend.js';
+import {
+  type DirectoryEntry,
+  type ListResult,
+  type SandboxBackend,
+  WorkspaceFileError,
+  type WorkspaceMeasure,
+} from '../backend.js';
 import { captureStderr, collectReply, drained, helperFailure, parseReply, readStatusLine } from './helper-protocol.js';
 import { packagedSource } from './packaged-source.js';
 import type { SandboxProcess } from './sandbox-process.js';
@@ -47,12 +53,16 @@ export async function listDirectory(start: StartHelper, path: string, maxEntries
   return { entries: reply.entries.map(toEntry), truncated: reply.truncated === true };
 }
 
-/** Total bytes of the workspace's regular files, refusing (`TOO_LARGE`) past `USAGE_MAX_ENTRIES`. */
-export async function measureUsage(start: StartHelper): Promise<{ bytes: number }> {
+/**
+ * Total bytes of the workspace's regular files and how many files, directories and links it
+ * holds (each inode once), refusing (`TOO_LARGE`) past `USAGE_MAX_ENTRIES`.
+ */
+export async function measureUsage(start: StartHelper): Promise<WorkspaceMeasure> {
   const sandbox = await start(['usage', String(USAGE_MAX_ENTRIES)], { stdin: false });
   const reply = await collectReply(sandbox, 4096, USAGE_TIMEOUT_MS);
   if (!Number.isSafeInteger(reply.bytes)) throw new Error('The sandbox file helper sent no byte count.');
-  return { bytes: reply.bytes as number };
+  if (!Number.isSafeInteger(reply.files)) throw new Error('The sandbox file helper sent no file count.');
+  return { bytes: reply.bytes as number, files: reply.files as number };
 }
 
 /** Kills the helper and waits until it is gone, discarding whatever it still had to say. */

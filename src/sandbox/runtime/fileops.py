@@ -12,7 +12,7 @@ Usage (arguments are validated again here; the service validates them before spa
   fileops.py write PATH MAX_BYTES 0|1 -> {"ok", "ready"} once the file is open, then reads frames
                                          (4-byte big-endian length + bytes; length 0 commits)
                                          from stdin, then {"ok", "size"}
-  fileops.py usage MAX_ENTRIES        -> {"ok", "bytes"}
+  fileops.py usage MAX_ENTRIES        -> {"ok", "bytes", "files"}
 
 A refusal is {"ok": false, "code": CODE, "message": MESSAGE} with a WorkspaceFileErrorCode (or
 FAILED for an unexpected system error); messages never contain paths outside the workspace.
@@ -323,6 +323,8 @@ def usage(raw_max):
     max_entries = parse_count(raw_max, 1)
     total = 0
     entries = 0
+    # Files, directories and links, each inode once (as a filesystem's inode count has them).
+    files = 0
     seen_links = set()
     # Depth-first with one open descriptor per level; unreadable or vanished directories are skipped.
     stack = [(os.open(WORKSPACE, DIRECTORY_FLAGS), None)]
@@ -356,6 +358,7 @@ def usage(raw_max):
                             continue
                         seen_links.add((info.st_dev, info.st_ino))
                     total += info.st_size
+                files += 1
             except (FileNotFoundError, PermissionError):
                 continue
     finally:
@@ -363,7 +366,7 @@ def usage(raw_max):
             if iterator is not None:
                 iterator.close()
             os.close(fd)
-    emit({"ok": True, "bytes": total})
+    emit({"ok": True, "bytes": total, "files": files})
 
 
 OPERATIONS = {"list": (list_directory, 2), "read": (read_file, 2), "write": (write_file, 3), "usage": (usage, 1)}

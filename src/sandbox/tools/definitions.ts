@@ -67,9 +67,13 @@ export function sandboxToolDefinitions(limits: { maxExecTimeoutSeconds: number; 
     {
       name: 'sandbox_list_files',
       title: 'List workspace files',
-      description: ['Lists the files and folders of a workspace directory (not recursive).', PATHS, UNTRUSTED].join(
-        ' ',
-      ),
+      description: [
+        'Lists the files and folders of a workspace directory (not recursive).',
+        'Also returns the usage of the whole workspace: bytesUsed of quotaBytes, fileCount of fileQuota (null: no file limit), and deleteAfter, the time after which the workspace and every file in it are deleted unless it is used again (null: never).',
+        'Writes past the quota fail: delete files that are no longer needed (ask the user first) before writing more.',
+        PATHS,
+        UNTRUSTED,
+      ].join(' '),
       inputSchema: z.strictObject({
         path: RelativePath.optional().describe('The directory to list; the workspace root when omitted.'),
       }),

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { fileTypeFromBuffer } from 'file-type';
 import { WorkspaceFileError } from '../backend.js';
 import { type ToolContext, ToolError } from './tool-context.js';
+import { measureWorkspaceUsage } from './workspace-usage.js';
 
 const MAX_LIST_ENTRIES = 1000;
 /**
@@ -43,12 +44,24 @@ export async function requireQuota(context: ToolContext, addedBytes: number): Pr
   context.measuredBytes = bytes + addedBytes;
 }
 
+/**
+ * Lists one directory, with the workspace's usage beside it (measured at the same time, so the
+ * listing takes no longer): the model sees how close it is to the quota before a write fails,
+ * and when retention would delete the workspace counting from this call, its latest use.
+ */
 export async function listFiles(context: ToolContext, input: { path?: string | undefined }) {
   const path = input.path ?? '.';
-  const { entries, truncated } = await context.backend.listFiles(context.workspace.id, path, {
-    maxEntries: MAX_LIST_ENTRIES,
-  });
-  return { path, entries, truncated };
+  const [{ entries, truncated }, { usage, measure }] = await Promise.all([
+    context.backend.listFiles(context.workspace.id, path, { maxEntries: MAX_LIST_ENTRIES }),
+    measureWorkspaceUsage(context.backend, context.workspace.id, {
+      limits: context.limits,
+      lastUsedAt: Date.now(),
+      onError: (error) =>
+        context.logger.debug({ requestId: context.requestId, err: error }, 'workspace usage not measured'),
+    }),
+  ]);
+  if (measure) context.measuredBytes = measure.bytes;
+  return { path, entries, truncated, usage };
 }
 
 export async function readTextFile(context: ToolContext, input: { path: string }) {
