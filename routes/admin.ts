@@ -9,6 +9,7 @@ import { adminAuth } from '../src/http/auth-middleware.js';
 import { jsonBody } from '../src/http/json-body.js';
 import { ADMIN_SECURITY, problemResponses } from '../src/http/openapi.js';
 import { createAgent, createTenant } from '../src/tenancy/tenants.js';
+import { registerAdminArtifactRoutes } from './artifacts.js';
 
 /** Admin bodies are small; agent configs are the largest (instructions up to 32k characters). */
 const ADMIN_BODY_LIMIT = 256 * 1024;
@@ -180,4 +181,6 @@ export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenc
   );
 
   app.openapi(getConfigRoute, async (c) => c.json(await getConfigVersions(db, c.req.valid('param').agentId), 200));
+
+  registerAdminArtifactRoutes(app, deps);
 }

@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { registerAdminRoutes } from '../routes/admin.js';
+import { registerArtifactRoutes } from '../routes/artifacts.js';
 import { registerBootstrapRoutes } from '../routes/bootstrap.js';
 import { registerChatRoutes } from '../routes/chat.js';
 import { registerDocsRoutes } from '../routes/docs.js';
@@ -10,6 +11,7 @@ import { registerSandboxRoutes } from '../routes/sandbox.js';
 import { registerSandboxTokenRoutes } from '../routes/sandbox-tokens.js';
 import { registerUploadRoutes } from '../routes/uploads.js';
 import { registerWellKnownRoutes } from '../routes/well-known.js';
+import { createArtifactDownloadGuard } from './artifacts/download-guard.js';
 import type { AppDependencies } from './dependencies.js';
 import { ServiceError } from './errors.js';
 import type { AppEnv } from './http/app-env.js';
@@ -41,7 +43,17 @@ export function createApp(deps: AppDependencies): MordnApp {
   registerSandboxTokenRoutes(app, deps);
   registerWellKnownRoutes(app, deps);
   registerChatRoutes(app, deps);
-  if (deps.localDownloads) registerFileRoutes(app, deps.localDownloads);
+  registerArtifactRoutes(app, deps);
+  if (deps.localDownloads) {
+    const artifacts = createArtifactDownloadGuard({
+      db: deps.database.db,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      trustedProxies: deps.config.trustedProxies,
+      retentionDays: deps.config.downloadAuditRetentionDays,
+    });
+    registerFileRoutes(app, deps.localDownloads, artifacts);
+  }
   if (deps.config.adminToken) registerAdminRoutes(app, deps, deps.config.adminToken);
 
   app.notFound((c) =>

@@ -170,6 +170,33 @@ describe('loadConfig', () => {
     });
   });
 
+  it('keeps download records 90 days and trusts no proxy by default; parses both settings', () => {
+    const defaults = loadConfig({}, { cwd: '/srv/app' });
+    expect(defaults.downloadAuditRetentionDays).toBe(90);
+    expect(defaults.trustedProxies).toEqual([]);
+    const set = loadConfig(
+      { MORDN_DOWNLOAD_AUDIT_RETENTION_DAYS: '0', MORDN_TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1 ,fd00::/8' },
+      { cwd: '/srv/app' },
+    );
+    expect(set.downloadAuditRetentionDays).toBe(0);
+    expect(set.trustedProxies).toEqual([
+      { address: '10.0.0.0', prefix: 8, family: 'ipv4' },
+      { address: '192.0.2.1', prefix: 32, family: 'ipv4' },
+      { address: 'fd00::', prefix: 8, family: 'ipv6' },
+    ]);
+  });
+
+  it('refuses a trusted-proxy entry that is not a CIDR and a retention out of range, naming each variable', () => {
+    for (const entry of ['10.0.0.0/33', 'proxy.internal', '10.0.0.0/8/1', '::1/129', '10.0.0.0/x']) {
+      const error = configError({ MORDN_TRUSTED_PROXIES: `127.0.0.1/32,${entry}` });
+      expect(error.variables).toEqual(['MORDN_TRUSTED_PROXIES']);
+      expect(error.message).toContain(entry);
+    }
+    expect(configError({ MORDN_DOWNLOAD_AUDIT_RETENTION_DAYS: '3651' }).variables).toEqual([
+      'MORDN_DOWNLOAD_AUDIT_RETENTION_DAYS',
+    ]);
+  });
+
   it('reports every invalid variable at once', () => {
     const error = configError({ PORT: 'x', MORDN_STORAGE: 'gcs', MORDN_SANDBOX_ENABLED: 'sure' });
     expect(error.variables.sort()).toEqual(['MORDN_SANDBOX_ENABLED', 'MORDN_STORAGE', 'PORT']);

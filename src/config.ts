@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import {
@@ -119,6 +120,10 @@ export interface Config {
   signingSecret?: string;
   /** Lifetime of signed download URLs (both adapters). */
   downloadUrlTtlSeconds: number;
+  /** Days a published file's download records are kept; 0 keeps them forever. */
+  downloadAuditRetentionDays: number;
+  /** Peers whose `X-Forwarded-For` names the client in the download audit; empty trusts none. */
+  trustedProxies: Cidr[];
   /** Operator upload policy: may only lower the built-in ceilings and narrow the types. */
   uploads: {
     /** Ceiling for the default set (images, PDF): at most 5 MiB. */
@@ -235,6 +240,8 @@ const EnvironmentSchema = z.object({
   MORDN_PUBLIC_URL: httpUrl,
   MORDN_SIGNING_SECRET: optionalString,
   MORDN_DOWNLOAD_URL_TTL_SECONDS: integer(900, 60, 3600),
+  MORDN_DOWNLOAD_AUDIT_RETENTION_DAYS: integer(90, 0, 3650),
+  MORDN_TRUSTED_PROXIES: optionalString,
   MORDN_UPLOAD_MAX_BYTES: integer(DEFAULT_UPLOAD_MAX_BYTES, 1, DEFAULT_UPLOAD_MAX_BYTES),
   MORDN_MANAGED_UPLOAD_MAX_BYTES: integer(MANAGED_UPLOAD_MAX_BYTES, 1, MANAGED_UPLOAD_MAX_BYTES),
   MORDN_UPLOAD_TYPES: optionalString,
@@ -450,6 +457,43 @@ function parseDockerHost(value: string, problems: Problem[]): string {
   return value;
 }
 
+/** One `address/prefix` entry of `MORDN_TRUSTED_PROXIES`, normalised. */
+export interface Cidr {
+  address: string;
+  prefix: number;
+  family: 'ipv4' | 'ipv6';
+}
+
+/**
+ * Parses one CIDR (`10.0.0.0/8`, `::1/128`; a bare address means a single host). Returns
+ * undefined for anything else, so configuration can name the offending entry.
+ */
+export function parseCidr(value: string): Cidr | undefined {
+  const [address = '', prefixText, extra] = value.trim().split('/');
+  if (extra !== undefined) return undefined;
+  const version = isIP(address);
+  if (version === 0) return undefined;
+  const max = version === 4 ? 32 : 128;
+  if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText)) return undefined;
+  const prefix = prefixText === undefined ? max : Number(prefixText);
+  if (prefix > max) return undefined;
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
+}
+
+function parseTrustedProxies(value: string | undefined, problems: Problem[]): Cidr[] {
+  const entries = parseList(value) ?? [];
+  const parsed = entries.map((entry) => ({ entry, cidr: parseCidr(entry) }));
+  const invalid = parsed.filter((item) => item.cidr === undefined).map((item) => item.entry);
+  if (invalid.length > 0) {
+    problems.push({
+      variable: 'MORDN_TRUSTED_PROXIES',
+      message: `must be a comma-separated list of CIDRs such as 10.0.0.0/8,::1/128 (not ${invalid.map((entry) => `"${entry}"`).join(', ')})`,
+    });
+    return [];
+  }
+  return parsed.map((item) => item.cidr as Cidr);
+}
+
 function parsePublicUrl(environment: Environment, problems: Problem[]): string {
   const url = environment.MORDN_PUBLIC_URL;
   if (url === undefined) return `http://127.0.0.1:${environment.PORT}`;
@@ -489,6 +533,8 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
     publicUrl: parsePublicUrl(parsed, problems),
     ...(parsed.MORDN_SIGNING_SECRET ? { signingSecret: parsed.MORDN_SIGNING_SECRET } : {}),
     downloadUrlTtlSeconds: parsed.MORDN_DOWNLOAD_URL_TTL_SECONDS,
+    downloadAuditRetentionDays: parsed.MORDN_DOWNLOAD_AUDIT_RETENTION_DAYS,
+    trustedProxies: parseTrustedProxies(parsed.MORDN_TRUSTED_PROXIES, problems),
     uploads: {
       maxBytes: parsed.MORDN_UPLOAD_MAX_BYTES,
       managedMaxBytes: parsed.MORDN_MANAGED_UPLOAD_MAX_BYTES,

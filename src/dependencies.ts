@@ -31,7 +31,7 @@ export interface AppDependencies {
   lifecycle: Lifecycle;
   /** Private storage for uploads and artifacts. */
   storage: FileStorage;
-  /** The signed-download endpoint for storage without URLs of its own (`fs`). */
+  /** The service's own signed-download endpoint: every object under `fs`, published artifacts under `s3`. */
   localDownloads?: LocalDownloads;
   /** Managed sandboxes, present when the operator enables them. */
   sandbox?: SandboxRuntime;

@@ -1,8 +1,10 @@
 import { createApp } from './app.js';
+import { sweepDownloadAudit } from './artifacts/download-audit.js';
 import { composeDependencies } from './compose.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { secureDataDirectory, temporaryDirectories } from './data-directory.js';
 import { createLogger } from './logger.js';
+import { runPeriodically } from './periodic.js';
 import { type PermissionRepair, PrivatePathError } from './private-files.js';
 import { startRetentionSweeper } from './sandbox/retention.js';
 import { startServer } from './server.js';
@@ -65,6 +67,12 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
         retentionDays: config.sandbox.retentionDays,
       })
     : undefined;
+  // Download records past their retention go hourly, whether or not files are downloaded.
+  const stopAuditSweeper = runPeriodically(
+    () => sweepDownloadAudit(deps.database.db, config.downloadAuditRetentionDays),
+    60 * 60 * 1000,
+    (error) => logger.error({ err: error }, 'download audit sweep failed'),
+  );
   const server = await startServer({
     fetch: app.fetch,
     host: config.host,
@@ -91,6 +99,7 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
     logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down');
     deps.lifecycle.startDraining();
     stopSweeper?.();
+    stopAuditSweeper();
     try {
       await server.close(config.shutdownTimeoutMs);
       await deps.close();

@@ -13,6 +13,11 @@ export interface HttpMetrics {
    * reads as an error in the request metrics.
    */
   observeProbe(method: string, route: string): void;
+  /**
+   * Counts one recorded download of a published file in `mordn_artifact_downloads_total`, by
+   * tenant and audit status (never by user: user ids stay out of metric labels).
+   */
+  observeArtifactDownload(tenantId: string, status: number): void;
 }
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -20,6 +25,7 @@ const REQUESTS = 'mordn_http_requests_total';
 const DURATION = 'mordn_http_request_duration_seconds';
 const IN_FLIGHT = 'mordn_http_requests_in_flight';
 const PROBES = 'mordn_http_probes_total';
+const ARTIFACT_DOWNLOADS = 'mordn_artifact_downloads_total';
 
 interface RouteStats {
   labels: { method: string; route: string; status: string };
@@ -44,6 +50,7 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'mordn_' });
   const stats = new Map<string, RouteStats>();
   const probes = new Map<string, { labels: { method: string; route: string }; count: number }>();
+  const downloads = new Map<string, { labels: { tenant: string; status: string }; count: number }>();
   let inFlight = 0;
 
   const exported = (
@@ -60,6 +67,7 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
     reset: () => {
       stats.clear();
       probes.clear();
+      downloads.clear();
     },
   });
 
@@ -105,6 +113,15 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
     ) as never,
   );
 
+  registry.registerMetric(
+    exported(
+      ARTIFACT_DOWNLOADS,
+      'counter',
+      'Recorded downloads of published files, by tenant and status (200 streamed, 499 client left mid-stream, 302 redirected to storage, 404 revoked).',
+      () => [...downloads.values()].map((entry) => ({ labels: entry.labels, value: entry.count })),
+    ) as never,
+  );
+
   return {
     registry,
     requestStarted() {
@@ -135,6 +152,12 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
       const entry = probes.get(key) ?? { labels: { method, route }, count: 0 };
       entry.count += 1;
       probes.set(key, entry);
+    },
+    observeArtifactDownload(tenantId, status) {
+      const key = `${tenantId} ${status}`;
+      const entry = downloads.get(key) ?? { labels: { tenant: tenantId, status: String(status) }, count: 0 };
+      entry.count += 1;
+      downloads.set(key, entry);
     },
   };
 }

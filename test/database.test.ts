@@ -30,12 +30,13 @@ describe(`database layer (${testDialect()})`, () => {
       '0003-workspaces',
       '0004-chats',
       '0005-sandbox-tokens',
+      '0006-artifact-lifecycle',
     ]);
     await migrateToLatest(database.db, database.dialect);
     const second = await target.open();
     await second.close();
     const again = await sql<{ name: string }>`select name from kysely_migration`.execute(database.db);
-    expect(again.rows).toHaveLength(5);
+    expect(again.rows).toHaveLength(6);
   });
 
   it('reads epoch-millisecond bigints back as numbers', async () => {

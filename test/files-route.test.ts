@@ -159,6 +159,6 @@ describe('GET /v1/files/…', () => {
     const document = service.app.getOpenAPI31Document({ openapi: '3.1.0', info: { title: 't', version: '1' } });
     const operation = document.paths?.['/v1/files/{kind}/{id}']?.get;
     expect(operation).toBeDefined();
-    expect(Object.keys(operation?.responses ?? {})).toEqual(['200', '403', '404']);
+    expect(Object.keys(operation?.responses ?? {})).toEqual(['200', '302', '403', '404']);
   });
 });

@@ -53,6 +53,24 @@ export interface StoredFilesTable {
   size: number;
   sha256: string;
   created_at: number;
+  /** When the artifact was revoked (its links fail until restored); null while active. */
+  revoked_at: number | null;
+}
+
+export interface ArtifactDownloadsTable {
+  id: string;
+  storage_path: string;
+  tenant_id: string;
+  agent_id: string;
+  /** The user the link was minted for: the artifact's owner. */
+  user_id: string;
+  downloaded_at: number;
+  client_ip: string | null;
+  user_agent: string | null;
+  /** 200 streamed to the end, 499 the client left mid-stream, 302 redirected (S3), 404 revoked. */
+  status: number;
+  /** Bytes sent, when the service streamed them; null for a redirect or a refusal. */
+  bytes: number | null;
 }
 
 export interface WorkspacesTable {
@@ -123,4 +141,5 @@ export interface DatabaseSchema {
   rate_limit_windows: RateLimitWindowsTable;
   chats: ChatsTable;
   sandbox_tokens: SandboxTokensTable;
+  artifact_downloads: ArtifactDownloadsTable;
 }

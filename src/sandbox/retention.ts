@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
 import type { Logger } from '../logger.js';
+import { runPeriodically } from '../periodic.js';
 import type { SandboxBackend } from './backend.js';
 import { pruneRateLimitWindows } from './rate-limit.js';
 import { deleteIdleWorkspaceRecord, findIdleWorkspaces } from './workspaces.js';
@@ -46,10 +47,9 @@ export async function sweepIdleWorkspaces(deps: RetentionDependencies): Promise<
 
 /** Runs the sweep now and then every `intervalMs`, without keeping the process alive. */
 export function startRetentionSweeper(deps: RetentionDependencies, intervalMs = 60 * 60 * 1000): () => void {
-  const run = () =>
-    sweepIdleWorkspaces(deps).catch((error: unknown) => deps.logger.error({ err: error }, 'workspace sweep failed'));
-  void run();
-  const timer = setInterval(run, intervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return runPeriodically(
+    () => sweepIdleWorkspaces(deps),
+    intervalMs,
+    (error) => deps.logger.error({ err: error }, 'workspace sweep failed'),
+  );
 }

@@ -1,4 +1,6 @@
 import type { Readable } from 'node:stream';
+import type { VerifiedLink } from './download-signer.js';
+import type { StoredFileKind } from './storage-path.js';
 
 /**
  * Where uploads and published artifacts live: private application storage. Keys are
@@ -49,28 +51,31 @@ export class StorageObjectNotFoundError extends Error {
   }
 }
 
-/** What a verified signed download (the `fs` adapter's `GET /v1/files/…`) serves. */
-export interface SignedDownload {
-  body: Readable;
-  size: number;
-  filename: string;
-  mediaType: string;
-  /** Epoch seconds after which the URL stops working. */
-  expiresAt: number;
-}
+/** How a verified download is answered: bytes streamed by the service, or a redirect. */
+export type DownloadDelivery =
+  | { kind: 'stream'; body: Readable; size: number }
+  | { kind: 'redirect'; location: string };
 
 /**
- * Served by the service itself for storage that has no URL of its own (`fs`). `open` verifies the
- * signature and expiry in constant time and throws `ServiceError('INVALID_SIGNATURE')` (403) for
- * anything tampered or expired, `ServiceError('NOT_FOUND')` when the object is gone.
+ * The service's own signed download route. `fs` serves every object through it; `s3` serves
+ * published artifacts through it (uploads keep their presigned bucket URLs), so every artifact
+ * download passes the registry first. `verify` checks the signature and expiry in constant time
+ * and throws `ServiceError('INVALID_SIGNATURE')` (403) for anything tampered or expired.
  */
 export interface LocalDownloads {
   /** Path prefix of the download route, e.g. `/v1/files/`. */
   readonly routePrefix: string;
-  open(storagePath: string, query: URLSearchParams): Promise<SignedDownload>;
+  /** The kinds of object served here: both for `fs`, artifacts only for `s3`. */
+  readonly kinds: readonly StoredFileKind[];
+  verify(storagePath: string, query: URLSearchParams): VerifiedLink;
+  /**
+   * Delivers a verified link: `fs` opens the object (`ServiceError('NOT_FOUND')` when it is gone),
+   * `s3` presigns a bucket URL living at most 60 s and answers with a redirect to it.
+   */
+  deliver(storagePath: string, link: VerifiedLink): Promise<DownloadDelivery>;
 }
 
-/** The configured storage and, for `fs`, the signed-download endpoint behind its URLs. */
+/** The configured storage and the service's signed-download endpoint behind its URLs. */
 export interface StorageSetup {
   storage: FileStorage;
   localDownloads?: LocalDownloads;

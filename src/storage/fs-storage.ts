@@ -1,4 +1,3 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { constants, createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -7,17 +6,12 @@ import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '../errors.js';
 import { observeStreamErrors } from '../stream-errors.js';
 import { temporaryFilePath } from '../temporary-files.js';
-import { wellFormedFilename } from './content-disposition.js';
+import { createDownloadSigner } from './download-signer.js';
 import { DurableFileWriter, syncDirectory } from './durable-file-writer.js';
-import {
-  type FileStorage,
-  type LocalDownloads,
-  type SignedDownload,
-  StorageObjectNotFoundError,
-} from './file-storage.js';
-import { isStoragePath, requireMediaType, requireStoragePath } from './storage-path.js';
+import { type FileStorage, type LocalDownloads, StorageObjectNotFoundError } from './file-storage.js';
+import { requireStoragePath } from './storage-path.js';
 
-export const DEFAULT_DOWNLOAD_ROUTE_PREFIX = '/v1/files/';
+export { DEFAULT_DOWNLOAD_ROUTE_PREFIX } from './download-signer.js';
 
 export interface FsStorageOptions {
   /** Objects live under `<dataDir>/files/<storage path>`. */
@@ -34,25 +28,8 @@ export interface FsStorageOptions {
   now?: () => number;
 }
 
-/** URLs minted by another replica whose clock runs slightly ahead still verify. */
-const CLOCK_SKEW_SECONDS = 60;
-/** Bumped if the signed fields ever change, so old and new URLs cannot be confused. */
-const SIGNATURE_VERSION = 'mordn-download-v1';
-const EXPIRES = /^\d{1,15}$/;
-
 function errorCode(error: unknown): string | undefined {
   return error instanceof Error && 'code' in error ? String(error.code) : undefined;
-}
-
-/** One message for every refusal, so a caller learns nothing about which check failed. */
-function invalidLink(): ServiceError {
-  return new ServiceError('INVALID_SIGNATURE', 'The download link is invalid or has expired.');
-}
-
-/** The exactly-once value of a query parameter; a repeated one would make its meaning ambiguous. */
-function single(query: URLSearchParams, name: string): string | undefined {
-  const values = query.getAll(name);
-  return values.length === 1 ? values[0] : undefined;
 }
 
 /**
@@ -89,27 +66,10 @@ async function writeTemporaryFile(temporary: string, body: Readable, size: numbe
  * const url = await storage.signDownloadUrl(storagePath, { filename: 'report.pdf', mediaType: 'application/pdf' });
  */
 export function createFsStorage(options: FsStorageOptions): { storage: FileStorage; localDownloads: LocalDownloads } {
-  if (options.signingSecret.length < 32) throw new TypeError('The signing secret must be at least 32 characters.');
-  if (!Number.isSafeInteger(options.urlTtlSeconds) || options.urlTtlSeconds <= 0) {
-    throw new TypeError('urlTtlSeconds must be a positive integer.');
-  }
-  const routePrefix = options.routePrefix ?? DEFAULT_DOWNLOAD_ROUTE_PREFIX;
-  if (!routePrefix.startsWith('/') || !routePrefix.endsWith('/')) {
-    throw new TypeError('routePrefix must start and end with "/".');
-  }
-  const { signingSecret, urlTtlSeconds } = options;
-  const publicUrl = options.publicUrl.replace(/\/+$/, '');
-  const now = options.now ?? Date.now;
+  const signer = createDownloadSigner(options);
   const root = path.join(options.dataDir, 'files');
   const incoming = path.join(root, '.incoming');
   const objectFile = (key: string) => path.join(root, key);
-  const nowSeconds = () => Math.floor(now() / 1000);
-
-  // A JSON array is an unambiguous encoding: no choice of file name can shift bytes between fields.
-  const sign = (storagePath: string, expires: string, filename: string, mediaType: string) =>
-    createHmac('sha256', signingSecret)
-      .update(JSON.stringify([SIGNATURE_VERSION, storagePath, expires, filename, mediaType]))
-      .digest('base64url');
 
   const storage: FileStorage = {
     kind: 'fs',
@@ -191,17 +151,8 @@ export function createFsStorage(options: FsStorageOptions): { storage: FileStora
       });
     },
 
-    async signDownloadUrl(key, { filename, mediaType, expiresInSeconds = urlTtlSeconds }) {
-      requireStoragePath(key);
-      requireMediaType(mediaType);
-      if (!(expiresInSeconds > 0)) throw new TypeError('expiresInSeconds must be positive.');
-      const lifetime = Math.min(Math.ceil(expiresInSeconds), urlTtlSeconds);
-      const expires = String(nowSeconds() + lifetime);
-      // The name is signed as it will arrive: a lone surrogate would not survive the URL.
-      const name = wellFormedFilename(filename);
-      const query = new URLSearchParams({ expires, filename: name, type: mediaType });
-      query.set('signature', sign(key, expires, name, mediaType));
-      return `${publicUrl}${routePrefix}${key}?${query}`;
+    async signDownloadUrl(key, options) {
+      return signer.sign(key, options);
     },
 
     async check() {
@@ -214,35 +165,15 @@ export function createFsStorage(options: FsStorageOptions): { storage: FileStora
   };
 
   const localDownloads: LocalDownloads = {
-    routePrefix,
+    routePrefix: signer.routePrefix,
+    kinds: ['upload', 'artifact'],
 
-    async open(storagePath, query): Promise<SignedDownload> {
-      const expires = single(query, 'expires');
-      const filename = single(query, 'filename');
-      const mediaType = single(query, 'type');
-      const signature = single(query, 'signature');
-      if (
-        !isStoragePath(storagePath) ||
-        expires === undefined ||
-        filename === undefined ||
-        mediaType === undefined ||
-        signature === undefined ||
-        !EXPIRES.test(expires)
-      ) {
-        throw invalidLink();
-      }
-      const expected = Buffer.from(sign(storagePath, expires, filename, mediaType));
-      const provided = Buffer.from(signature);
-      // A MAC's length is no secret; only the comparison of equal-length values must be constant-time.
-      if (provided.length !== expected.length || !timingSafeEqual(provided, expected)) throw invalidLink();
-      const expiresAt = Number(expires);
-      const current = nowSeconds();
-      // A far-future expiry was never issued under the current lifetime bound (it was lowered since).
-      if (expiresAt <= current || expiresAt > current + urlTtlSeconds + CLOCK_SKEW_SECONDS) throw invalidLink();
+    verify: (storagePath, query) => signer.verify(storagePath, query),
 
+    async deliver(storagePath) {
       try {
         const { body, size } = await storage.get(storagePath);
-        return { body, size, filename, mediaType, expiresAt };
+        return { kind: 'stream', body, size };
       } catch (error) {
         if (error instanceof StorageObjectNotFoundError) {
           throw new ServiceError('NOT_FOUND', 'The file no longer exists.');

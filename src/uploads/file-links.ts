@@ -3,7 +3,13 @@ import type { DatabaseSchema } from '../db/schema.js';
 import { ServiceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { FileStorage } from '../storage/file-storage.js';
-import { deleteStoredFileRecord, type FileOwner, findOwnedFiles, type StoredFile } from './file-registry.js';
+import {
+  deleteStoredFileRecord,
+  type FileOwner,
+  findOwnedFiles,
+  findOwnedFilesAnyState,
+  type StoredFile,
+} from './file-registry.js';
 
 export interface FileLinkDependencies {
   db: Kysely<DatabaseSchema>;
@@ -47,8 +53,9 @@ async function sign(storage: FileStorage, file: StoredFile): Promise<{ url: stri
 
 /**
  * Fresh download URLs for storage paths owned by exactly this `(tenant, agent, user)`, in the order
- * asked. A path that is missing, deleted or owned by anyone else yields the same NOT_FOUND entry;
- * artifacts also carry their canonical file record.
+ * asked. A path that is missing, deleted, revoked or owned by anyone else yields the same NOT_FOUND
+ * entry (so chat history shows a revoked artifact as unavailable); artifacts also carry their
+ * canonical file record.
  */
 export async function resignFiles(
   deps: FileLinkDependencies,
@@ -77,8 +84,8 @@ export async function resignFile(
 }
 
 /**
- * Deletes owned files: the object first, then its row. When storage refuses, the row stays so the
- * caller can retry, and the request fails. Paths that are already gone (or not the caller's) are
+ * Deletes owned files, revoked artifacts too: the object first, then its row. When storage
+ * refuses, the row stays so the caller can retry, and the request fails. Paths that are already gone (or not the caller's) are
  * skipped, so repeating a delete is harmless.
  */
 export async function deleteFiles(
@@ -87,7 +94,7 @@ export async function deleteFiles(
   storagePaths: readonly string[],
   requestId: string,
 ): Promise<void> {
-  const owned = await findOwnedFiles(deps.db, owner, storagePaths);
+  const owned = await findOwnedFilesAnyState(deps.db, owner, storagePaths);
   let failed = 0;
   for (const file of owned) {
     try {

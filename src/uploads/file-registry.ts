@@ -19,11 +19,14 @@ export interface StoredFile {
   size: number;
   sha256: string;
   createdAt: number;
+  /** Set while a published artifact is revoked: every link to it fails until it is restored. */
+  revokedAt?: number;
 }
 
 type Db = Kysely<DatabaseSchema>;
 
-function toStoredFile(row: StoredFilesTable): StoredFile {
+/** The domain record of a `stored_files` row. */
+export function toStoredFile(row: StoredFilesTable): StoredFile {
   return {
     storagePath: row.storage_path,
     kind: row.kind as StoredFileKind,
@@ -32,6 +35,7 @@ function toStoredFile(row: StoredFilesTable): StoredFile {
     size: row.size,
     sha256: row.sha256,
     createdAt: row.created_at,
+    ...(row.revoked_at === null ? {} : { revokedAt: row.revoked_at }),
   };
 }
 
@@ -54,10 +58,14 @@ export async function registerStoredFile(db: Db, owner: FileOwner, file: StoredF
 }
 
 /**
- * The records among `storagePaths` that belong to exactly this owner. A path owned by anyone
- * else is simply absent from the result: unowned and missing look the same to every caller.
+ * The records among `storagePaths` that belong to exactly this owner, revoked ones included (for
+ * delete, which destroys revoked artifacts too). A path owned by anyone else is simply absent.
  */
-export async function findOwnedFiles(db: Db, owner: FileOwner, storagePaths: readonly string[]): Promise<StoredFile[]> {
+export async function findOwnedFilesAnyState(
+  db: Db,
+  owner: FileOwner,
+  storagePaths: readonly string[],
+): Promise<StoredFile[]> {
   if (storagePaths.length === 0) return [];
   const rows = await db
     .selectFrom('stored_files')
@@ -68,6 +76,15 @@ export async function findOwnedFiles(db: Db, owner: FileOwner, storagePaths: rea
     .where('user_id', '=', owner.userId)
     .execute();
   return rows.map(toStoredFile);
+}
+
+/**
+ * The usable records among `storagePaths` that belong to exactly this owner. A path owned by
+ * anyone else, or a revoked artifact, is simply absent from the result: unowned, revoked and
+ * missing look the same to every caller (links, history, the model's attachments, imports).
+ */
+export async function findOwnedFiles(db: Db, owner: FileOwner, storagePaths: readonly string[]): Promise<StoredFile[]> {
+  return (await findOwnedFilesAnyState(db, owner, storagePaths)).filter((file) => file.revokedAt === undefined);
 }
 
 export async function findOwnedFile(db: Db, owner: FileOwner, storagePath: string): Promise<StoredFile | undefined> {

@@ -4,6 +4,7 @@ import * as storedFiles from './0002-stored-files.js';
 import * as workspaces from './0003-workspaces.js';
 import * as chats from './0004-chats.js';
 import * as sandboxTokens from './0005-sandbox-tokens.js';
+import * as artifactLifecycle from './0006-artifact-lifecycle.js';
 
 /**
  * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0003-workspaces': workspaces,
   '0004-chats': chats,
   '0005-sandbox-tokens': sandboxTokens,
+  '0006-artifact-lifecycle': artifactLifecycle,
 };
 
 export const migrationProvider: MigrationProvider = {
