@@ -1,8 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createStoragePath } from '../src/storage/storage-path.js';
-import { registerStoredFile } from '../src/uploads/file-registry.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { type Json, readJson } from './support/json.js';
 import { pollUntil } from './support/poll.js';
@@ -13,6 +10,7 @@ import {
   type TestS3Server,
 } from './support/s3-server.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
+import { storeArtifact } from './support/stored-artifact.js';
 import { PNG_1X1, upload } from './support/upload.js';
 
 let s3: TestS3Server;
@@ -33,27 +31,11 @@ afterAll(async () => {
   vi.unstubAllEnvs();
 });
 
-async function publish(userId: string): Promise<{ storagePath: string; bytes: Buffer }> {
-  const bytes = randomBytes(4096);
-  const storagePath = createStoragePath('artifact');
-  await service.deps.storage.put(storagePath, Readable.from([bytes]), {
-    contentType: 'application/octet-stream',
-    size: bytes.length,
+function publish(userId: string): Promise<{ storagePath: string; bytes: Buffer }> {
+  return storeArtifact(service, { tenantId: fixture.tenantId, agentId: fixture.agentId, userId }, randomBytes(4096), {
+    filename: 'data.json',
+    mediaType: 'application/json',
   });
-  await registerStoredFile(
-    service.database.db,
-    { tenantId: fixture.tenantId, agentId: fixture.agentId, userId },
-    {
-      storagePath,
-      kind: 'artifact',
-      filename: 'data.json',
-      mediaType: 'application/json',
-      size: bytes.length,
-      sha256: createHash('sha256').update(bytes).digest('hex'),
-      createdAt: Date.now(),
-    },
-  );
-  return { storagePath, bytes };
 }
 
 function post(path: string, userId: string, body: unknown): Promise<Response> {

@@ -1,13 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepDownloadAudit } from '../src/artifacts/download-audit.js';
 import { createStoragePath } from '../src/storage/storage-path.js';
-import { registerStoredFile } from '../src/uploads/file-registry.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { type Json, readJson } from './support/json.js';
 import { pollUntil } from './support/poll.js';
 import { adminRequest, agentHeaders, startTestService, type TestService } from './support/service.js';
+import { storeArtifact } from './support/stored-artifact.js';
 import { upload } from './support/upload.js';
 
 let service: TestService;
@@ -26,35 +25,19 @@ interface Published {
   bytes: Buffer;
 }
 
-/** An artifact as `sandbox_publish_file` leaves one: durable bytes, then the registry row. */
-async function publish(
+/** An artifact of `userId` (of the owner's agent), of `size` printable bytes. */
+function publish(
   owner: AgentFixture,
   userId: string,
   options: { size?: number; filename?: string; createdAt?: number } = {},
 ): Promise<Published> {
-  const bytes = Buffer.from(randomBytes(Math.ceil((options.size ?? 64) / 2)).toString('hex')).subarray(
-    0,
-    options.size ?? 64,
-  );
-  const storagePath = createStoragePath('artifact');
-  await service.deps.storage.put(storagePath, Readable.from([bytes]), {
-    contentType: 'text/plain',
-    size: bytes.length,
+  const size = options.size ?? 64;
+  const bytes = Buffer.from(randomBytes(Math.ceil(size / 2)).toString('hex')).subarray(0, size);
+  return storeArtifact(service, { tenantId: owner.tenantId, agentId: owner.agentId, userId }, bytes, {
+    filename: options.filename ?? 'report.txt',
+    mediaType: 'text/plain',
+    ...(options.createdAt === undefined ? {} : { createdAt: options.createdAt }),
   });
-  await registerStoredFile(
-    service.database.db,
-    { tenantId: owner.tenantId, agentId: owner.agentId, userId },
-    {
-      storagePath,
-      kind: 'artifact',
-      filename: options.filename ?? 'report.txt',
-      mediaType: 'text/plain',
-      size: bytes.length,
-      sha256: createHash('sha256').update(bytes).digest('hex'),
-      createdAt: options.createdAt ?? Date.now(),
-    },
-  );
-  return { storagePath, bytes };
 }
 
 const jsonHeaders = (key: string, userId: string) => ({
