@@ -1,3 +1,4 @@
+import { benchArtifacts } from './artifacts.js';
 import { benchChat } from './chat.js';
 import { benchDocker } from './docker.js';
 import { benchHealth } from './health.js';
@@ -20,6 +21,7 @@ type BenchFlags = Record<string, number>;
 const BENCHMARKS: Record<string, (flags: BenchFlags) => Promise<unknown>> = {
   health: () => benchHealth(),
   uploads: () => benchUploads(),
+  artifacts: () => benchArtifacts(),
   sandbox: () => benchSandbox(),
   chat: () => benchChat(),
   docker: () => benchDocker(),

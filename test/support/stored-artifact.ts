@@ -1,16 +1,17 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import type { Database } from '../../src/db/database.js';
+import type { AppDependencies } from '../../src/dependencies.js';
 import type { UploadMediaType } from '../../src/media-types.js';
 import { createStoragePath } from '../../src/storage/storage-path.js';
 import { type FileOwner, registerStoredFile } from '../../src/uploads/file-registry.js';
-import type { TestService } from './service.js';
 
 /**
  * An artifact as `sandbox_publish_file` leaves one, for tests where the tool is not the point:
  * durable bytes in the service's storage, then the registry row.
  */
 export async function storeArtifact(
-  service: Pick<TestService, 'deps' | 'database'>,
+  service: { deps: Pick<AppDependencies, 'storage'>; database: Pick<Database, 'db'> },
   owner: FileOwner,
   bytes: Buffer,
   options: { filename: string; mediaType: UploadMediaType; createdAt?: number },
