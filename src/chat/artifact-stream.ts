@@ -23,7 +23,7 @@ export function artifactChunk(carrier: ArtifactCarrier): UIMessageChunk {
  * and holds each until its tool call's result has passed, so a download card never precedes the
  * tool result. `pass` maps each chunk to what goes on in its place: every `file` chunk is
  * dropped — provider-generated files never become downloads — and a tool result is followed by
- * its call's carriers.
+ * its call's carriers. `take` hands the carriers of a call the engine made itself to its caller.
  */
 export function createArtifactRelay(onRejected?: (value: unknown) => void) {
   const pending = new Map<string, ArtifactCarrier[]>();
@@ -34,6 +34,12 @@ export function createArtifactRelay(onRejected?: (value: unknown) => void) {
         return;
       }
       pending.set(carrier.toolCallId, [...(pending.get(carrier.toolCallId) ?? []), carrier]);
+    },
+    /** Removes and returns the carriers of a call the engine made itself (the link guard's publish). */
+    take(toolCallId: string): readonly ArtifactCarrier[] {
+      const carriers = pending.get(toolCallId) ?? [];
+      pending.delete(toolCallId);
+      return carriers;
     },
     pass(chunk: UIMessageChunk): readonly UIMessageChunk[] {
       if (chunk.type === 'file') return [];

@@ -7,6 +7,7 @@ import {
   streamText,
   type ToolSet,
   type UIMessage,
+  type UIMessageChunk,
 } from 'ai';
 import { type AgentConfig, isSandboxEnabled } from '../agents/config-schema.js';
 import { SANDBOX_TOOL_NAMES } from '../config.js';
@@ -23,6 +24,7 @@ import { canonicalizeFileParts, referencedStoragePaths } from './file-parts.js';
 import { resignedHistory } from './history.js';
 import { parseChatRequest } from './incoming-request.js';
 import { type InterruptionReason, settleAnswer } from './interrupted-message.js';
+import { createLinkGuard, type WorkspaceFilePublisher } from './link-guard.js';
 import { projectConversation } from './prompt-projection.js';
 import { createRemoteMcpTools, type RemoteMcpServer } from './remote-mcp-tools.js';
 import { createToolLease } from './tool-lease.js';
@@ -33,6 +35,7 @@ import type {
   ChatStore,
   ManagedSandboxIntegration,
 } from './types.js';
+import { createWorkspaceFilePublisher } from './workspace-file-publisher.js';
 
 /** The six tool names the managed integration owns; no other tool source may use them. */
 export const RESERVED_TOOL_NAMES = new Set<string>(SANDBOX_TOOL_NAMES);
@@ -125,6 +128,8 @@ function chatIdFrom(request: Request): string {
  * the verified user's history comes from `store` (only the last user message is taken from the
  * client), the managed-sandbox gate is checked before the model starts, documents are projected
  * as untrusted references, and managed downloads appear only for carriers from a live publish.
+ * Links the model writes into the workspace (`sandbox:/mnt/data/…`) become file cards of a
+ * live publish, or plain text with a note; never dead links (see `createLinkGuard`).
  *
  * @example
  * export const { GET, POST, DELETE, OPTIONS } = createChatHandler({
@@ -271,12 +276,26 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
         const extra = await lease.hold(source);
         for (const [name, tool] of Object.entries(extra.tools)) if (!RESERVED_TOOL_NAMES.has(name)) tools[name] = tool;
       }
+      let publisher: WorkspaceFilePublisher | undefined;
       if (managed && integration) {
         const sandbox = await lease.hold(
           integration.buildTools(context, { abortSignal: signal, onArtifact: relay.accept }),
         );
         for (const [name, tool] of Object.entries(sandbox.tools)) if (RESERVED_TOOL_NAMES.has(name)) tools[name] = tool;
+        publisher = createWorkspaceFilePublisher({
+          integration,
+          context,
+          tools,
+          takeCarriers: relay.take,
+          abortSignal: signal,
+        });
       }
+      const links = createLinkGuard(publisher);
+      const pass = async (chunk: UIMessageChunk) => {
+        const out: UIMessageChunk[] = [];
+        for (const relayed of relay.pass(chunk)) out.push(...(await links.pass(relayed)));
+        return out;
+      };
 
       const model = withCoalescedDeltas(
         typeof options.model === 'function' ? options.model(context.config) : options.model,
@@ -297,7 +316,7 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
             // The SDK's default prints the whole error, request body (the conversation) included.
             onError: ({ error }) => report.failed(error),
           });
-          writer.merge(endOnInterruption(result.toUIMessageStream({ sendReasoning: false }), answer, relay.pass));
+          writer.merge(endOnInterruption(result.toUIMessageStream({ sendReasoning: false }), answer, pass));
         },
         onError: (error) => {
           if (!isErrorChunkEcho(error)) report.failed(error);

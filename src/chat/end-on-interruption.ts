@@ -3,7 +3,8 @@ import { failureText } from './answer-failures.js';
 import type { AnswerSignal } from './answer-signal.js';
 
 /**
- * `stream`, each chunk mapped by `pass` (what goes on in its place: none, itself, or more), until
+ * `stream`, each chunk mapped by `pass` (what goes on in its place: none, itself, or more; at
+ * once or when its promise settles, in order), until
  * the answer is interrupted, then one closing chunk and the end: an `error` chunk
  * saying the answer took too long for a timeout (its client is still reading), an `abort` chunk
  * otherwise. The answer ends at once even when something upstream ignores the abort — a tool that
@@ -15,7 +16,7 @@ import type { AnswerSignal } from './answer-signal.js';
 export function endOnInterruption(
   stream: ReadableStream<UIMessageChunk>,
   answer: AnswerSignal,
-  pass: (chunk: UIMessageChunk) => readonly UIMessageChunk[] = (chunk) => [chunk],
+  pass: (chunk: UIMessageChunk) => readonly UIMessageChunk[] | Promise<readonly UIMessageChunk[]> = (chunk) => [chunk],
 ): ReadableStream<UIMessageChunk> {
   const reader = stream.getReader();
   let ended = false;
@@ -53,7 +54,9 @@ export function endOnInterruption(
           controller.close();
           return;
         }
-        const out = pass(next.value);
+        const out = await pass(next.value);
+        // The answer may have ended while a step of `pass` was still working.
+        if (ended) return;
         for (const chunk of out) controller.enqueue(chunk);
         if (out.length > 0) return;
       }

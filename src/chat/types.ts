@@ -40,6 +40,11 @@ export interface ManagedSandboxIntegration {
     context: ChatRequestContext,
     options: { abortSignal: AbortSignal; onArtifact: (carrier: ArtifactCarrier) => void },
   ): Promise<BuiltTools>;
+  /**
+   * Whether the user already has a workspace, asked without provisioning one. The link guard
+   * publishes a file a link names only then; without this method it never publishes.
+   */
+  hasWorkspace?(context: ChatRequestContext): Promise<boolean>;
 }
 
 /** Persistence of chats, scoped to one user: a chat id of another user is simply not found. */

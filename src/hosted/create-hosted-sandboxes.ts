@@ -46,6 +46,7 @@ const TOKEN_RENEWAL_MARGIN_MS = 60_000;
 
 const API_PATHS = [
   /^\/v1\/sandbox\/status$/,
+  /^\/v1\/sandbox\/usage$/,
   /^\/v1\/sandbox\/mcp$/,
   /^\/v1\/sandbox\/tokens$/,
   /^\/v1\/uploads\/resign$/,
@@ -77,6 +78,8 @@ const SignerAnswer = z.object({
   file: PublishResult.shape.file.omit({ url: true }).extend({ url: DownloadUrl }).optional(),
 });
 const StatusAnswer = z.object({ enabled: z.boolean(), available: z.boolean() });
+/** `GET /v1/sandbox/usage`: only whether there is a workspace matters here. */
+const UsageAnswer = z.object({ workspace: z.object({}).passthrough().nullable() });
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : 'unknown error';
@@ -228,6 +231,26 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
         // A request given up (client gone, deadline passed) is reported as such by the caller.
         if (signal.aborted) throw error;
         return unavailable(messageOf(error));
+      }
+    },
+
+    async hasWorkspace(context): Promise<boolean> {
+      if (isAnonymousUserId(context.userId)) return false;
+      const signal = context.abortSignal ?? new AbortController().signal;
+      // The usage route provisions nothing; any answer but a workspace's figures means none to use.
+      try {
+        const response = await boundFetch(signal)(`${origin}/v1/sandbox/usage`, { headers: headersFor(context) });
+        if (!response.ok) {
+          await response.body?.cancel().catch(() => undefined);
+          options.onWarning?.(`The workspace could not be looked up: the API answered ${response.status}.`);
+          return false;
+        }
+        const usage = UsageAnswer.safeParse(await response.json().catch(() => undefined));
+        return usage.success && usage.data.workspace !== null;
+      } catch (error) {
+        if (signal.aborted) throw error;
+        options.onWarning?.(`The workspace could not be looked up: ${messageOf(error)}.`);
+        return false;
       }
     },
 

@@ -14,6 +14,7 @@ import { type NextApp, startNextApp } from './support/next-app.js';
 
 const SALES = 'region,amount\nnorth,3\nsouth,5\nnorth,4\neast,10\n';
 const SUMMARY = 'region,total\neast,10\nnorth,7\nsouth,5\n';
+const CHART = 'x,y\n1,2\n';
 const USER = 'ada';
 
 /** The Python the scripted model runs in the sandbox: totals per region of the imported CSV. */
@@ -42,6 +43,13 @@ function script(request: ChatCompletionRequest): ModelTurn {
   const lastUser = request.messages.map((message) => message.role).lastIndexOf('user');
   const sinceUser = request.messages.slice(lastUser);
   const sent = JSON.stringify(sinceUser);
+  if (JSON.stringify(request.messages[lastUser]).includes('chart')) {
+    // A hosted-interpreter habit: a link to the workspace path instead of a publish.
+    const wrote = sinceUser.some((message) => message.role === 'tool');
+    return wrote
+      ? { text: ['Your chart is at [chart', '.csv](sandbox:/mnt/data/chart.csv).'] }
+      : { toolCalls: [{ name: 'sandbox_write_file', arguments: { path: 'chart.csv', content: CHART } }] };
+  }
   const storagePath = /storagePath=\\"(uploads\/[0-9a-f]{32})\\"/.exec(sent)?.[1];
   if (!storagePath) return { text: 'Attach a CSV file and I will summarize it.' };
   const imported = /uploads\/[^"\\]+\.csv/.exec(
@@ -170,6 +178,33 @@ describe.skipIf(unavailable !== undefined)('the Next.js example in Chromium', { 
       expect(await gone.getByRole('link').count()).toBe(0);
       // The upload itself is untouched.
       await fileCard(page, 'sales.csv').getByRole('link', { name: 'Download' }).waitFor();
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('shows a card, not a dead link, for a workspace path the model linked instead of publishing', async () => {
+    const page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    try {
+      await page.goto(app.url);
+      await page.getByLabel('Name').fill('grace');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(/\?chat=[0-9a-f-]{36}$/);
+      await page.getByLabel('Message').fill('Make me a chart, please.');
+      await page.getByRole('button', { name: 'Send' }).click();
+
+      const chartLink = fileCard(page, 'chart.csv').getByRole('link', { name: 'Download' });
+      await chartLink.waitFor({ timeout: 90_000 }).catch((error: Error) => {
+        throw new Error(`${error.message}\n\n${diagnostics()}`);
+      });
+      await page.getByText('Your chart is at chart.csv.').waitFor();
+      expect(await page.locator('a[href^="sandbox:"]').count()).toBe(0);
+      expect(await fileCard(page, 'chart.csv').textContent()).toContain(`text/csv · ${CHART.length} B`);
+      const download = await fetch((await chartLink.getAttribute('href')) as string);
+      expect(download.status).toBe(200);
+      expect(await download.text()).toBe(CHART);
       expect(pageErrors).toEqual([]);
     } finally {
       await page.close();

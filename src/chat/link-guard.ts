@@ -1,0 +1,129 @@
+import type { UIMessageChunk } from 'ai';
+import type { ArtifactCarrier } from './artifact-carrier.js';
+import { artifactChunk } from './artifact-stream.js';
+import { createLinkHoldback, findWorkspaceLinks, type WorkspaceLink } from './workspace-links.js';
+
+/** What a link to a workspace file that could not become a download says instead. */
+export const NOT_PUBLISHED_NOTE = '(file was not published)';
+
+/** The most workspace files one answer publishes for its links; links past it get the note. */
+export const MAX_LINK_PUBLICATIONS = 20;
+
+/** What publishing a workspace file for a link came to. */
+export type LinkPublication =
+  | { kind: 'published'; carrier: ArtifactCarrier }
+  /** No such regular file in the workspace. */
+  | { kind: 'missing' }
+  /** Not published for another reason: policy, limits, storage, no publish tool. */
+  | { kind: 'refused' };
+
+/**
+ * How the guard reaches the user's workspace: whether there is one (asked without provisioning
+ * one) and a live publish of one of its files, which yields a carrier only when it produced a
+ * verified download.
+ */
+export interface WorkspaceFilePublisher {
+  hasWorkspace(): Promise<boolean>;
+  publish(path: string): Promise<LinkPublication>;
+}
+
+type TextDelta = Extract<UIMessageChunk, { type: 'text-delta' }>;
+
+/**
+ * The step of the answer's stream that keeps links into the workspace from reaching the user
+ * dead: a link to a file the user's workspace holds becomes its label plus a real file card (the
+ * file published through `publisher`, once per path per answer); a link that cannot (missing
+ * file, an escape or absolute path outside the workspace, no workspace, publish refused, no
+ * sandbox at all) becomes its label and {@link NOT_PUBLISHED_NOTE}. A relative Markdown link is
+ * the workspace's only when the file exists there; otherwise it is left as written.
+ *
+ * Text streams on at once except a possibly unfinished link span (at most 2 KiB, never past the
+ * end of its line), and the stream's chunks are what is stored, so the stored answer is the
+ * rewritten one.
+ */
+export function createLinkGuard(publisher: WorkspaceFilePublisher | undefined) {
+  const holdbacks = new Map<string, ReturnType<typeof createLinkHoldback>>();
+  const publications = new Map<string, Promise<LinkPublication | undefined>>();
+  const carded = new Set<string>();
+  let workspaceKnown = false;
+
+  /** The file's publication, or undefined when there is no workspace to publish from. */
+  const publication = (path: string): Promise<LinkPublication | undefined> => {
+    let pending = publications.get(path);
+    if (!pending) {
+      pending = publications.size >= MAX_LINK_PUBLICATIONS ? Promise.resolve({ kind: 'refused' }) : publish(path);
+      publications.set(path, pending);
+    }
+    return pending;
+  };
+  const publish = async (path: string): Promise<LinkPublication | undefined> => {
+    if (!publisher) return undefined;
+    // A workspace once seen stays; one not seen yet may be created by a later tool call.
+    workspaceKnown ||= await publisher.hasWorkspace().catch(() => false);
+    if (!workspaceKnown) return undefined;
+    return publisher.publish(path).catch(() => ({ kind: 'refused' }) as const);
+  };
+
+  /** The text a link becomes, and the card that goes with it. */
+  const resolve = async (link: WorkspaceLink, original: string) => {
+    if (link.target.kind === 'outside') return { text: `${link.label} ${NOT_PUBLISHED_NOTE}`, card: undefined };
+    const { path } = link.target;
+    // An autolink or a bare URL is its own label: the file's path reads better.
+    const bare = original === link.label || original === `<${link.label}>` || link.label.trim() === '';
+    const label = bare ? path : link.label;
+    const noted = { text: `${label} ${NOT_PUBLISHED_NOTE}`, card: undefined };
+    const outcome = await publication(path);
+    if (outcome?.kind === 'published') {
+      const first = !carded.has(path);
+      carded.add(path);
+      return { text: label, card: first ? artifactChunk(outcome.carrier) : undefined };
+    }
+    // A relative link to nothing in the workspace is not a workspace link after all.
+    if (link.target.kind === 'relative' && outcome?.kind !== 'refused') return { text: original, card: undefined };
+    return noted;
+  };
+
+  const rewrite = async (text: string) => {
+    const cards: UIMessageChunk[] = [];
+    let rewritten = '';
+    let offset = 0;
+    for (const link of findWorkspaceLinks(text)) {
+      const resolved = await resolve(link, text.slice(link.start, link.end));
+      rewritten += text.slice(offset, link.start) + resolved.text;
+      offset = link.end;
+      if (resolved.card) cards.push(resolved.card);
+    }
+    return { text: rewritten + text.slice(offset), cards };
+  };
+
+  /** `text` released by a holdback, as the chunks that carry it on. */
+  const release = async (id: string, text: string, providerMetadata: TextDelta['providerMetadata']) => {
+    if (text === '') return [];
+    const { text: delta, cards } = await rewrite(text);
+    const out: UIMessageChunk[] =
+      delta === '' ? [] : [{ type: 'text-delta', id, delta, ...(providerMetadata ? { providerMetadata } : {}) }];
+    return [...out, ...cards];
+  };
+
+  return {
+    /** What goes on in place of `chunk`: text with its links resolved, and their cards. */
+    async pass(chunk: UIMessageChunk): Promise<readonly UIMessageChunk[]> {
+      switch (chunk.type) {
+        case 'text-start':
+          holdbacks.set(chunk.id, createLinkHoldback());
+          return [chunk];
+        case 'text-delta': {
+          const holdback = holdbacks.get(chunk.id);
+          return holdback ? release(chunk.id, holdback.push(chunk.delta), chunk.providerMetadata) : [chunk];
+        }
+        case 'text-end': {
+          const holdback = holdbacks.get(chunk.id);
+          holdbacks.delete(chunk.id);
+          return holdback ? [...(await release(chunk.id, holdback.flush(), undefined)), chunk] : [chunk];
+        }
+        default:
+          return [chunk];
+      }
+    },
+  };
+}
