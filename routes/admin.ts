@@ -1,26 +1,25 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { adminTokenActor } from '../src/admin/audit-log.js';
 import { getConfigVersions, publishConfig, saveDraftConfig } from '../src/agents/agent-configs.js';
 import { AgentConfigSchema } from '../src/agents/config-schema.js';
-import { createApiKey, listApiKeys, revokeApiKey } from '../src/auth/api-keys.js';
+import { createApiKey, revokeApiKey } from '../src/auth/api-keys.js';
 import { PERMISSIONS } from '../src/auth/permissions.js';
 import type { AppDependencies } from '../src/dependencies.js';
 import type { AppEnv } from '../src/http/app-env.js';
 import { adminAuth } from '../src/http/auth-middleware.js';
 import { jsonBody } from '../src/http/json-body.js';
-import { ADMIN_SECURITY, problemResponses } from '../src/http/openapi.js';
+import { problemResponses } from '../src/http/openapi.js';
 import { createAgent, createTenant } from '../src/tenancy/tenants.js';
+import { registerAdminAgentListRoutes } from './admin-agent-lists.js';
+import { auditAdminWrites, registerAdminAuditRoutes } from './admin-audit.js';
+import { registerAdminDirectoryRoutes } from './admin-directory.js';
+import { registerAdminLifecycleRoutes } from './admin-lifecycle.js';
+import { ADMIN_ROUTE, AgentParams, body, json, NameBody, TenantParams } from './admin-schemas.js';
+import { registerAdminUsageRoutes } from './admin-usage.js';
 import { registerAdminArtifactRoutes } from './artifacts.js';
 
 /** Admin bodies are small; agent configs are the largest (instructions up to 32k characters). */
 const ADMIN_BODY_LIMIT = 256 * 1024;
-
-const Name = z
-  .string()
-  .trim()
-  .min(1)
-  .max(200)
-  .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
-  .openapi({ example: 'Acme support' });
 
 const TenantSchema = z.object({ id: z.string(), name: z.string() }).openapi('Tenant');
 const AgentSchema = z.object({ id: z.string(), tenantId: z.string(), name: z.string() }).openapi('Agent');
@@ -37,46 +36,31 @@ const CreatedKeySchema = z
     permissions: z.array(z.enum(PERMISSIONS)),
   })
   .openapi('CreatedApiKey');
-const KeySummarySchema = z
-  .object({
-    id: z.string(),
-    prefix: z.string(),
-    permissions: z.array(z.enum(PERMISSIONS)),
-    createdAt: z.string(),
-    revokedAt: z.string().nullable(),
-  })
-  .openapi('ApiKeySummary');
 // Rebuilt from the shape so the schema carries OpenAPI metadata; validation is identical.
 const AgentConfig = z.strictObject(AgentConfigSchema.shape).openapi('AgentConfig');
 
-const TenantParams = z.object({ tenantId: z.string().openapi({ param: { name: 'tenantId', in: 'path' } }) });
-const AgentParams = z.object({ agentId: z.string().openapi({ param: { name: 'agentId', in: 'path' } }) });
 const KeyParams = z.object({ keyId: z.string().openapi({ param: { name: 'keyId', in: 'path' } }) });
 
-const json = <Schema extends z.ZodType>(schema: Schema) => ({ content: { 'application/json': { schema } } });
-const body = <Schema extends z.ZodType>(schema: Schema) => ({ body: { ...json(schema), required: true } });
-const common = { tags: ['Admin'], security: ADMIN_SECURITY };
-
 const createTenantRoute = createRoute({
-  ...common,
+  ...ADMIN_ROUTE,
   method: 'post',
   path: '/v1/admin/tenants',
   summary: 'Create a tenant.',
-  request: body(z.object({ name: Name })),
+  request: body(NameBody),
   responses: { 201: { description: 'Created.', ...json(TenantSchema) }, ...problemResponses(400, 401, 413, 415) },
 });
 
 const createAgentRoute = createRoute({
-  ...common,
+  ...ADMIN_ROUTE,
   method: 'post',
   path: '/v1/admin/tenants/{tenantId}/agents',
   summary: 'Create an agent in a tenant.',
-  request: { params: TenantParams, ...body(z.object({ name: Name })) },
+  request: { params: TenantParams, ...body(NameBody) },
   responses: { 201: { description: 'Created.', ...json(AgentSchema) }, ...problemResponses(400, 401, 404, 413, 415) },
 });
 
 const createKeyRoute = createRoute({
-  ...common,
+  ...ADMIN_ROUTE,
   method: 'post',
   path: '/v1/admin/agents/{agentId}/keys',
   summary: "Issue an API key for an agent (the key is shown only in this response; it's stored hashed).",
@@ -87,20 +71,8 @@ const createKeyRoute = createRoute({
   },
 });
 
-const listKeysRoute = createRoute({
-  ...common,
-  method: 'get',
-  path: '/v1/admin/agents/{agentId}/keys',
-  summary: "List an agent's keys (metadata only).",
-  request: { params: AgentParams },
-  responses: {
-    200: { description: 'Keys.', ...json(z.object({ keys: z.array(KeySummarySchema) })) },
-    ...problemResponses(401, 404),
-  },
-});
-
 const revokeKeyRoute = createRoute({
-  ...common,
+  ...ADMIN_ROUTE,
   method: 'delete',
   path: '/v1/admin/keys/{keyId}',
   summary: 'Revoke a key. It fails from the next request on; revoking twice is harmless.',
@@ -109,7 +81,7 @@ const revokeKeyRoute = createRoute({
 });
 
 const putConfigRoute = createRoute({
-  ...common,
+  ...ADMIN_ROUTE,
   method: 'put',
   path: '/v1/admin/agents/{agentId}/config',
   summary: 'Save the draft config (never affects the published one).',
@@ -121,7 +93,7 @@ const putConfigRoute = createRoute({
 });
 
 const publishConfigRoute = createRoute({
-  ...common,
+  ...ADMIN_ROUTE,
   method: 'post',
   path: '/v1/admin/agents/{agentId}/config/publish',
   summary: 'Publish the current draft; only the published config counts for the API.',
@@ -133,7 +105,7 @@ const publishConfigRoute = createRoute({
 });
 
 const getConfigRoute = createRoute({
-  ...common,
+  ...ADMIN_ROUTE,
   method: 'get',
   path: '/v1/admin/agents/{agentId}/config',
   summary: 'Read the draft and published configs (null when absent).',
@@ -149,11 +121,17 @@ const getConfigRoute = createRoute({
 
 /**
  * The operator's admin API. Only registered when `MORDN_ADMIN_TOKEN` is set; every route checks
- * the token before anything else.
+ * the token before anything else, and every write is then recorded in the audit log.
  */
 export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies, adminToken: string): void {
   const { db } = deps.database;
-  app.use('/v1/admin/*', adminAuth(adminToken), jsonBody(ADMIN_BODY_LIMIT));
+  const actor = adminTokenActor(adminToken);
+  app.use(
+    '/v1/admin/*',
+    adminAuth(adminToken),
+    auditAdminWrites(deps, () => actor),
+    jsonBody(ADMIN_BODY_LIMIT),
+  );
 
   app.openapi(createTenantRoute, async (c) => c.json(await createTenant(db, c.req.valid('json').name), 201));
 
@@ -164,8 +142,6 @@ export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenc
   app.openapi(createKeyRoute, async (c) =>
     c.json(await createApiKey(db, c.req.valid('param').agentId, c.req.valid('json').permissions), 201),
   );
-
-  app.openapi(listKeysRoute, async (c) => c.json({ keys: await listApiKeys(db, c.req.valid('param').agentId) }, 200));
 
   app.openapi(revokeKeyRoute, async (c) => {
     await revokeApiKey(db, c.req.valid('param').keyId);
@@ -183,4 +159,9 @@ export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenc
   app.openapi(getConfigRoute, async (c) => c.json(await getConfigVersions(db, c.req.valid('param').agentId), 200));
 
   registerAdminArtifactRoutes(app, deps);
+  registerAdminDirectoryRoutes(app, deps);
+  registerAdminAgentListRoutes(app, deps);
+  registerAdminAuditRoutes(app, deps);
+  registerAdminUsageRoutes(app, deps);
+  registerAdminLifecycleRoutes(app, deps);
 }

@@ -8,6 +8,8 @@ export const ID_PREFIX = {
   workspace: 'ws',
   lease: 'lease',
   sandboxToken: 'tok',
+  auditEntry: 'aud',
+  toolCall: 'call',
 } as const;
 
 /**

@@ -31,12 +31,13 @@ describe(`database layer (${testDialect()})`, () => {
       '0004-chats',
       '0005-sandbox-tokens',
       '0006-artifact-lifecycle',
+      '0007-admin-audit',
     ]);
     await migrateToLatest(database.db, database.dialect);
     const second = await target.open();
     await second.close();
     const again = await sql<{ name: string }>`select name from kysely_migration`.execute(database.db);
-    expect(again.rows).toHaveLength(6);
+    expect(again.rows).toHaveLength(7);
   });
 
   it('reads epoch-millisecond bigints back as numbers', async () => {
@@ -79,6 +80,34 @@ describe(`database layer (${testDialect()})`, () => {
     const issued = await createApiKey(database.db, agent.id, ['read']);
     expect(await findActiveApiKey(database.db, issued.key)).toMatchObject({ agentId: agent.id, permissions: ['read'] });
     expect(await findActiveApiKey(database.db, `${issued.key.slice(0, -1)}x`)).toBeUndefined();
+  });
+
+  it('keeps the admin audit log without foreign keys, and starts every key without a last use', async () => {
+    const tenant = await createTenant(database.db, 'Audit');
+    const agent = await createAgent(database.db, tenant.id, 'Agent');
+    const issued = await createApiKey(database.db, agent.id, ['read']);
+    const key = await database.db
+      .selectFrom('api_keys')
+      .select('last_used_at')
+      .where('id', '=', issued.id)
+      .executeTakeFirstOrThrow();
+    expect(key.last_used_at).toBeNull();
+    // An audit row may name a tenant that no longer exists: it outlives what it names.
+    const row = {
+      id: 'aud_test',
+      at: Date.now(),
+      actor: 'admin:0123456789ab',
+      method: 'DELETE',
+      route: '/v1/admin/tenants/:tenantId',
+      target: JSON.stringify({ tenantId: 'ten_gone' }),
+      request_id: 'request-1',
+      status: 204,
+      outcome: 'ok',
+    };
+    await database.db.insertInto('admin_audit').values(row).execute();
+    const stored = await database.db.selectFrom('admin_audit').selectAll().where('id', '=', 'aud_test').execute();
+    expect(stored).toEqual([row]);
+    expect(typeof stored[0]?.at).toBe('number');
   });
 
   it('refuses to open a PostgreSQL schema with an unsafe name', async () => {

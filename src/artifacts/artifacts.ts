@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
 import { ServiceError } from '../errors.js';
+import { type CursorPosition, decodeCursor, encodeCursor, type Page } from '../pagination/cursor.js';
 import { FILE_NOT_FOUND_MESSAGE } from '../uploads/file-links.js';
 import { type FileOwner, type StoredFile, toStoredFile } from '../uploads/file-registry.js';
-import { type CursorPosition, decodeCursor, encodeCursor, type Page } from './cursor.js';
 
 type Db = Kysely<DatabaseSchema>;
 
@@ -23,8 +23,7 @@ export interface ArtifactSummary {
   chatIds: string[];
 }
 
-export const DEFAULT_PAGE_SIZE = 50;
-export const MAX_PAGE_SIZE = 100;
+export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../pagination/keyset.js';
 
 const notFound = () => new ServiceError('NOT_FOUND', FILE_NOT_FOUND_MESSAGE);
 

@@ -3,8 +3,8 @@ import type { Kysely } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import type { HttpMetrics } from '../metrics.js';
+import { type CursorPosition, decodeCursor, encodeCursor, type Page } from '../pagination/cursor.js';
 import type { FileOwner } from '../uploads/file-registry.js';
-import { type CursorPosition, decodeCursor, encodeCursor, type Page } from './cursor.js';
 
 type Db = Kysely<DatabaseSchema>;
 

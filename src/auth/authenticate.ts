@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
 import { ServiceError } from '../errors.js';
-import { findActiveApiKey, isWellFormedApiKey } from './api-keys.js';
+import { findActiveApiKey, isKeyUseStale, isWellFormedApiKey, recordApiKeyUse } from './api-keys.js';
 import type { AgentPrincipal } from './permissions.js';
 import { parseUserId } from './user-id.js';
 
@@ -29,7 +29,8 @@ export function readBearerToken(authorization: string | undefined, code: 'INVALI
 /**
  * Authenticates an agent request: the API key decides tenant, agent and permissions; the
  * `X-Chat-User` header names the verified end user. Key problems answer 401 before user problems
- * answer 400. Revocation takes effect on the next request: nothing here is cached.
+ * answer 400. Revocation takes effect on the next request: nothing here is cached. The key's
+ * last use is written at most once a minute (`KEY_USE_RESOLUTION_MS`), once key and user are accepted.
  */
 export async function authenticateAgent(
   db: Kysely<DatabaseSchema>,
@@ -48,6 +49,12 @@ export async function authenticateAgent(
   const key = await findActiveApiKey(db, token);
   if (!key) throw invalid();
   const userId = parseUserId(credentials.userHeaderValues);
+  const now = Date.now();
+  if (isKeyUseStale(key.lastUsedAt, now)) {
+    // Last use is advisory: a failed write (a full disk) must not refuse a valid key, and the
+    // next request tries again because the recorded use is still stale.
+    await recordApiKeyUse(db, key.keyId, now).catch(() => undefined);
+  }
   return { tenantId: key.tenantId, agentId: key.agentId, keyId: key.keyId, permissions: key.permissions, userId };
 }
 

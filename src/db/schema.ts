@@ -29,6 +29,8 @@ export interface ApiKeysTable {
   permissions: string;
   created_at: number;
   revoked_at: number | null;
+  /** When the key last authenticated a request, to the minute (see `recordApiKeyUse`); null if never. */
+  last_used_at: number | null;
 }
 
 export interface AgentConfigsTable {
@@ -130,6 +132,37 @@ export interface SandboxTokensTable {
   created_at: number;
 }
 
+/** One admin write, appended after it was answered; never updated (see `src/admin/audit-log.ts`). */
+export interface AdminAuditTable {
+  id: string;
+  at: number;
+  /** `admin:` + 12 hex of sha256(admin token), or `console:<session id>`. */
+  actor: string;
+  method: string;
+  /** The matched route pattern (`/v1/admin/agents/:agentId/keys`), never the raw URL. */
+  route: string;
+  /** JSON object of the path parameters. */
+  target: string;
+  request_id: string;
+  status: number;
+  /** `ok` for a 1xx–3xx answer, `failed` otherwise. */
+  outcome: string;
+}
+
+/** One sandbox tool call that ran (after admission), for per-tenant usage. */
+export interface ToolCallsTable {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  user_id: string;
+  tool: string;
+  started_at: number;
+  /** Wall-clock time the call took in its workspace. */
+  duration_ms: number;
+  /** `ok`, or `failed` when the tool answered an error. */
+  outcome: string;
+}
+
 export interface DatabaseSchema {
   tenants: TenantsTable;
   agents: AgentsTable;
@@ -142,4 +175,6 @@ export interface DatabaseSchema {
   chats: ChatsTable;
   sandbox_tokens: SandboxTokensTable;
   artifact_downloads: ArtifactDownloadsTable;
+  admin_audit: AdminAuditTable;
+  tool_calls: ToolCallsTable;
 }

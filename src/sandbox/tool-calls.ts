@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Kysely } from 'kysely';
+import { recordToolCall } from '../admin/tenant-usage.js';
 import { getEffectiveConfig } from '../agents/agent-configs.js';
 import type { AgentPrincipal } from '../auth/permissions.js';
 import type { Config, SandboxToolName } from '../config.js';
@@ -165,7 +166,8 @@ export type ToolOutcome = { ok: true; result: unknown } | { ok: false; error: Re
 
 /**
  * Runs an admitted call in the caller's own workspace and always releases its slot. Failures
- * come back as stable codes; nothing from an unexpected error reaches the model.
+ * come back as stable codes; nothing from an unexpected error reaches the model. Every call that
+ * ran is recorded once (tool, duration, outcome) for the operator's per-tenant usage.
  */
 export async function runAdmittedCall(
   deps: SandboxCallDependencies,
@@ -174,6 +176,8 @@ export async function runAdmittedCall(
   call: { signal: AbortSignal; requestId: string },
 ): Promise<ToolOutcome> {
   const { runtime, workspace } = admission;
+  const startedAt = Date.now();
+  let ok = false;
   let update: { placement?: string; bytes?: number } = {};
   try {
     const { placement } = await runtime.backend.ensureWorkspace(workspace.id);
@@ -194,6 +198,7 @@ export async function runAdmittedCall(
     try {
       const result = await dispatchSandboxTool(context, admission.tool, admission.input);
       if (admission.tool === 'sandbox_exec') refreshUsageInBackground(deps, runtime, workspace.id);
+      ok = true;
       return { ok: true, result };
     } finally {
       if (context.measuredBytes !== undefined) update = { ...update, bytes: context.measuredBytes };
@@ -209,6 +214,11 @@ export async function runAdmittedCall(
   } finally {
     await finishWorkspaceCall(deps.db, workspace.id, admission.leaseId, update).catch((error: unknown) =>
       deps.logger.warn({ requestId: call.requestId, err: error }, 'could not release a workspace lease'),
+    );
+    const { tenantId, agentId, userId } = principal;
+    const durationMs = Date.now() - startedAt;
+    await recordToolCall(deps.db, { tenantId, agentId, userId, tool: admission.tool, startedAt, durationMs, ok }).catch(
+      (error: unknown) => deps.logger.warn({ requestId: call.requestId, err: error }, 'could not record a tool call'),
     );
   }
 }

@@ -5,6 +5,7 @@ import * as workspaces from './0003-workspaces.js';
 import * as chats from './0004-chats.js';
 import * as sandboxTokens from './0005-sandbox-tokens.js';
 import * as artifactLifecycle from './0006-artifact-lifecycle.js';
+import * as adminAudit from './0007-admin-audit.js';
 
 /**
  * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
@@ -17,6 +18,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0004-chats': chats,
   '0005-sandbox-tokens': sandboxTokens,
   '0006-artifact-lifecycle': artifactLifecycle,
+  '0007-admin-audit': adminAudit,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -6,7 +6,7 @@ export interface Page<Item> {
   nextCursor: string | null;
 }
 
-/** Where a listing ordered by (time desc, key desc) continues: the last item's time and key. */
+/** Where a listing ordered by (time, key), either way round, continues: the last item's time and key. */
 export interface CursorPosition {
   at: number;
   key: string;
