@@ -20,6 +20,13 @@ function script(request: ChatCompletionRequest): ModelTurn {
   const lastUser = request.messages.map((message) => message.role).lastIndexOf('user');
   const asked = JSON.stringify(request.messages[lastUser]);
   const step = request.messages.slice(lastUser).filter((message) => message.role === 'tool').length;
+  if (asked.includes('PUBLISH-THEN-LINK')) {
+    const turns: ModelTurn[] = [
+      { toolCalls: [{ name: 'sandbox_write_file', arguments: { path: 'report.csv', content: REPORT } }] },
+      { toolCalls: [{ name: 'sandbox_publish_file', arguments: { path: 'report.csv' } }] },
+    ];
+    return turns[step] ?? { text: ['Published: [rep', 'ort](sandbox:/mnt/data/report.csv).'] };
+  }
   const writes: ModelTurn[] = asked.includes('NO-TOOLS')
     ? []
     : asked.includes('OTHER-FILE')
@@ -127,6 +134,13 @@ describe('the link guard, in the service chat with real sandboxes', () => {
       streamed.map((file) => file.providerMetadata.mordn.sandboxFile.storagePath),
     );
     expect(await (await fetch(stored[0].url)).text()).toBe(REPORT);
+  });
+
+  it('gives a file the model published itself no second publish or card when it also links it', async () => {
+    const chunks = await api.ask('double', 'links-6', 'PUBLISH-THEN-LINK');
+    expect(textOf(chunks)).toBe('Published: report.');
+    expect(filesOf(chunks)).toHaveLength(1);
+    expect(await api.artifacts('double')).toHaveLength(1);
   });
 
   it('never provisions a workspace: without one, every workspace link gets the note', async () => {

@@ -146,6 +146,24 @@ describe('createLinkGuard', () => {
     expect(textOf(out).endsWith(`f${MAX_LINK_PUBLICATIONS + 2}.csv ${NOT_PUBLISHED_NOTE}`)).toBe(true);
   });
 
+  it('gives no second card, and makes no second publish, for a file the model published itself', async () => {
+    const files = workspace({ 'r.csv': 3 });
+    const guard = createLinkGuard(files.publisher);
+    const card = { type: 'file', url: 'https://api.example/files/artifacts/m', mediaType: 'text/csv' } as const;
+    const before: UIMessageChunk[] = [
+      { type: 'tool-input-available', toolCallId: 'c1', toolName: 'sandbox_publish_file', input: { path: './r.csv' } },
+      { type: 'tool-output-available', toolCallId: 'c1', output: {} },
+      card,
+    ];
+    const passed: UIMessageChunk[] = [];
+    for (const chunk of before) passed.push(...(await guard.pass(chunk)));
+    expect(passed).toEqual(before);
+    const out = await answer(guard, ['Here: [r](sandbox:/mnt/data/r.csv).']);
+    expect(textOf(out)).toBe('Here: r.');
+    expect(cardsOf(out)).toEqual([]);
+    expect(files.published).toEqual([]);
+  });
+
   it('passes text without links chunk for chunk, and other chunks untouched', async () => {
     const files = workspace({});
     const out = await answer(createLinkGuard(files.publisher), ['Hello ', 'world.']);

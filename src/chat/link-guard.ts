@@ -1,7 +1,7 @@
 import type { UIMessageChunk } from 'ai';
 import type { ArtifactCarrier } from './artifact-carrier.js';
 import { artifactChunk } from './artifact-stream.js';
-import { createLinkHoldback, findWorkspaceLinks, type WorkspaceLink } from './workspace-links.js';
+import { classifyLinkTarget, createLinkHoldback, findWorkspaceLinks, type WorkspaceLink } from './workspace-links.js';
 
 /** What a link to a workspace file that could not become a download says instead. */
 export const NOT_PUBLISHED_NOTE = '(file was not published)';
@@ -28,6 +28,18 @@ export interface WorkspaceFilePublisher {
 }
 
 type TextDelta = Extract<UIMessageChunk, { type: 'text-delta' }>;
+/** A path's publication in this answer; `shown` when the model's own publish already made its card. */
+type Publication = LinkPublication | { kind: 'shown' } | undefined;
+
+const PUBLISH_TOOL = 'sandbox_publish_file';
+
+/** The workspace path a publish call's input names, as links name it. */
+function publishedPath(input: unknown): string | undefined {
+  const path = (input as { path?: unknown } | null)?.path;
+  if (typeof path !== 'string') return undefined;
+  const target = classifyLinkTarget(path);
+  return target?.kind === 'relative' ? target.path : undefined;
+}
 
 /**
  * The step of the answer's stream that keeps links into the workspace from reaching the user
@@ -35,7 +47,8 @@ type TextDelta = Extract<UIMessageChunk, { type: 'text-delta' }>;
  * file published through `publisher`, once per path per answer); a link that cannot (missing
  * file, an escape or absolute path outside the workspace, no workspace, publish refused, no
  * sandbox at all) becomes its label and {@link NOT_PUBLISHED_NOTE}. A relative Markdown link is
- * the workspace's only when the file exists there; otherwise it is left as written.
+ * the workspace's only when the file exists there; otherwise it is left as written. A link to a
+ * file the model itself published earlier in the answer keeps its label and gets no second card.
  *
  * Text streams on at once except a possibly unfinished link span (at most 2 KiB, never past the
  * end of its line), and the stream's chunks are what is stored, so the stored answer is the
@@ -43,12 +56,15 @@ type TextDelta = Extract<UIMessageChunk, { type: 'text-delta' }>;
  */
 export function createLinkGuard(publisher: WorkspaceFilePublisher | undefined) {
   const holdbacks = new Map<string, ReturnType<typeof createLinkHoldback>>();
-  const publications = new Map<string, Promise<LinkPublication | undefined>>();
+  const publications = new Map<string, Promise<Publication>>();
   const carded = new Set<string>();
   let workspaceKnown = false;
+  // The model's own publish calls (id → path), and the one whose card may come next.
+  const publishCalls = new Map<string, string>();
+  let cardOf: string | undefined;
 
   /** The file's publication, or undefined when there is no workspace to publish from. */
-  const publication = (path: string): Promise<LinkPublication | undefined> => {
+  const publication = (path: string): Promise<Publication> => {
     let pending = publications.get(path);
     if (!pending) {
       pending = publications.size >= MAX_LINK_PUBLICATIONS ? Promise.resolve({ kind: 'refused' }) : publish(path);
@@ -73,6 +89,7 @@ export function createLinkGuard(publisher: WorkspaceFilePublisher | undefined) {
     const label = bare ? path : link.label;
     const noted = { text: `${label} ${NOT_PUBLISHED_NOTE}`, card: undefined };
     const outcome = await publication(path);
+    if (outcome?.kind === 'shown') return { text: label, card: undefined };
     if (outcome?.kind === 'published') {
       const first = !carded.has(path);
       carded.add(path);
@@ -121,6 +138,20 @@ export function createLinkGuard(publisher: WorkspaceFilePublisher | undefined) {
           holdbacks.delete(chunk.id);
           return holdback ? [...(await release(chunk.id, holdback.flush(), undefined)), chunk] : [chunk];
         }
+        // A file the model published itself already has its card: a link to it gets no second one.
+        case 'tool-input-available': {
+          const path = chunk.toolName === PUBLISH_TOOL ? publishedPath(chunk.input) : undefined;
+          if (path !== undefined) publishCalls.set(chunk.toolCallId, path);
+          return [chunk];
+        }
+        case 'tool-output-available':
+          cardOf = publishCalls.get(chunk.toolCallId);
+          return [chunk];
+        case 'file':
+          if (cardOf !== undefined && !publications.has(cardOf))
+            publications.set(cardOf, Promise.resolve({ kind: 'shown' }));
+          cardOf = undefined;
+          return [chunk];
         default:
           return [chunk];
       }
