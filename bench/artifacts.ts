@@ -15,12 +15,12 @@ import { resignFile } from '../src/uploads/file-links.js';
 import { createAgentFixture } from '../test/support/fixtures.js';
 import { s3CredentialsEnvironment, s3StorageEnvironment, startS3Server } from '../test/support/s3-server.js';
 import { storeArtifact } from '../test/support/stored-artifact.js';
-import { median } from './support.js';
+import { median, quantile } from './support.js';
 
 const MiB = 1024 * 1024;
 const DOWNLOAD_BYTES = 10 * MiB;
 const WARM_UP = 5;
-const ROUNDS = 30;
+const ROUNDS = 50;
 const OWNER_USER = 'bench-user';
 
 /** A service on 127.0.0.1 with its dependencies in this process, and one artifact of `bytes`. */
@@ -83,15 +83,36 @@ async function firstByteMs(url: string): Promise<number> {
   return elapsed;
 }
 
-/** Runs each measurement `WARM_UP` times, then `ROUNDS` times interleaved; medians by name. */
-async function interleaved(measures: Record<string, () => Promise<number>>): Promise<Record<string, number>> {
-  for (let round = 0; round < WARM_UP; round += 1) for (const measure of Object.values(measures)) await measure();
-  const samples = Object.fromEntries(Object.keys(measures).map((name) => [name, [] as number[]]));
-  for (let round = 0; round < ROUNDS; round += 1) {
-    for (const [name, measure] of Object.entries(measures)) samples[name]?.push(await measure());
-  }
-  return Object.fromEntries(Object.entries(samples).map(([name, values]) => [name, median(values)]));
+/** Median and interquartile range of one measurement's samples, in milliseconds. */
+interface Timing {
+  median: number;
+  p25: number;
+  p75: number;
 }
+
+/**
+ * Runs each measurement `WARM_UP` times, then `ROUNDS` times interleaved, the order reversed every
+ * other round so that neither side always runs right after the other (whose deferred work, an
+ * audit write or a collection of its garbage, would otherwise always land on the same side).
+ */
+async function interleaved(measures: Record<string, () => Promise<number>>): Promise<Record<string, Timing>> {
+  const entries = Object.entries(measures);
+  for (let round = 0; round < WARM_UP; round += 1) {
+    for (const [, measure] of round % 2 ? [...entries].reverse() : entries) await measure();
+  }
+  const samples = Object.fromEntries(entries.map(([name]) => [name, [] as number[]]));
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const [name, measure] of round % 2 ? [...entries].reverse() : entries) samples[name]?.push(await measure());
+  }
+  return Object.fromEntries(
+    Object.entries(samples).map(([name, values]) => [
+      name,
+      { median: median(values), p25: quantile(values, 0.25), p75: quantile(values, 0.75) },
+    ]),
+  );
+}
+
+const spread = (timing: Timing, digits: number) => `${timing.p25.toFixed(digits)}–${timing.p75.toFixed(digits)}`;
 
 /** A plain `node:http` server sending one file, the baseline of a download. */
 async function rawFileServer(file: string, size: number) {
@@ -130,20 +151,28 @@ export async function benchArtifacts(): Promise<void> {
     const audit = await fs.deps.database.db.selectFrom('artifact_downloads').select(['status', 'bytes']).execute();
     const complete = audit.filter((row) => row.status === 200 && Number(row.bytes) === bytes.length).length;
     const throughput = (ms: number) => bytes.length / MiB / (ms / 1000);
-    console.log('\nArtifact download, 10 MiB, fs storage (median of %d interleaved rounds)', ROUNDS);
+    const service = times.service as Timing;
+    const rawTiming = times.raw as Timing;
+    console.log(
+      '\nArtifact download, 10 MiB, fs storage (%d warm-up rounds, then the median of %d interleaved rounds, each side as often first)',
+      WARM_UP,
+      ROUNDS,
+    );
     console.table([
       {
         target: 'through the service (registry check + audit)',
-        'ms (median)': (times.service as number).toFixed(1),
-        'MiB/s': throughput(times.service as number).toFixed(0),
+        'ms (median)': service.median.toFixed(1),
+        'ms (p25–p75)': spread(service, 1),
+        'MiB/s': throughput(service.median).toFixed(0),
       },
       {
         target: 'raw node:http file serving',
-        'ms (median)': (times.raw as number).toFixed(1),
-        'MiB/s': throughput(times.raw as number).toFixed(0),
+        'ms (median)': rawTiming.median.toFixed(1),
+        'ms (p25–p75)': spread(rawTiming, 1),
+        'MiB/s': throughput(rawTiming.median).toFixed(0),
       },
     ]);
-    const ratio = (times.raw as number) / (times.service as number);
+    const ratio = rawTiming.median / service.median;
     console.log(
       `  service/raw throughput: ${ratio.toFixed(3)}× (target ≥ 0.9×) ${ratio >= 0.9 ? 'MET' : 'NOT MET'}; audit rows: ${complete} complete of ${audit.length} (${WARM_UP + ROUNDS} downloads)`,
     );
@@ -165,14 +194,22 @@ export async function benchArtifacts(): Promise<void> {
       redirect: () => firstByteMs(s3Service.url),
       direct: () => firstByteMs(presigned),
     });
+    const redirectTiming = times.redirect as Timing;
+    const direct = times.direct as Timing;
     console.log('\nTime to first byte, 64 KiB artifact on S3 (median of %d interleaved rounds)', ROUNDS);
     console.table([
-      { target: 'service URL (registry check, audit, 302)', 'ms (median)': (times.redirect as number).toFixed(2) },
-      { target: 'the presigned URL directly', 'ms (median)': (times.direct as number).toFixed(2) },
+      {
+        target: 'service URL (registry check, audit, 302)',
+        'ms (median)': redirectTiming.median.toFixed(2),
+        'ms (p25–p75)': spread(redirectTiming, 2),
+      },
+      {
+        target: 'the presigned URL directly',
+        'ms (median)': direct.median.toFixed(2),
+        'ms (p25–p75)': spread(direct, 2),
+      },
     ]);
-    console.log(
-      `  added by the revocable redirect: ${((times.redirect as number) - (times.direct as number)).toFixed(2)} ms`,
-    );
+    console.log(`  added by the revocable redirect: ${(redirectTiming.median - direct.median).toFixed(2)} ms`);
   } finally {
     await s3Service.close();
     await s3.close();

@@ -13,6 +13,14 @@ import { requireStoragePath } from './storage-path.js';
 
 export { DEFAULT_DOWNLOAD_ROUTE_PREFIX } from './download-signer.js';
 
+/**
+ * Bytes per read of a download. Each chunk costs a file read on the thread pool, a socket write
+ * and the stream machinery around both, with one read in flight at a time: 512 KiB reads (an
+ * eighth of the turns of the 64 KiB default) measured fastest (256 KiB and 1 MiB were both
+ * slower), at up to 512 KiB buffered per download in flight.
+ */
+const DOWNLOAD_READ_BYTES = 512 * 1024;
+
 export interface FsStorageOptions {
   /** Objects live under `<dataDir>/files/<storage path>`. */
   dataDir: string;
@@ -71,6 +79,30 @@ export function createFsStorage(options: FsStorageOptions): { storage: FileStora
   const incoming = path.join(root, '.incoming');
   const objectFile = (key: string) => path.join(root, key);
 
+  /**
+   * Opens an object for reading; `highWaterMark` is the size of each read (the stream default,
+   * 64 KiB, unless given). Throws `StorageObjectNotFoundError` when it does not exist.
+   */
+  async function readObjectFile(key: string, highWaterMark?: number): Promise<{ body: Readable; size: number }> {
+    requireStoragePath(key);
+    let handle: FileHandle;
+    try {
+      handle = await open(objectFile(key), constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (error) {
+      if (errorCode(error) === 'ENOENT') throw new StorageObjectNotFoundError(key);
+      throw error;
+    }
+    try {
+      // Sized from the open handle, so the size always matches the bytes the stream will read.
+      const { size } = await handle.stat();
+      const body = handle.createReadStream(highWaterMark === undefined ? {} : { highWaterMark });
+      return { body: observeStreamErrors(body), size };
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
   const storage: FileStorage = {
     kind: 'fs',
 
@@ -123,24 +155,7 @@ export function createFsStorage(options: FsStorageOptions): { storage: FileStora
       }
     },
 
-    async get(key) {
-      requireStoragePath(key);
-      let handle: FileHandle;
-      try {
-        handle = await open(objectFile(key), constants.O_RDONLY | constants.O_NOFOLLOW);
-      } catch (error) {
-        if (errorCode(error) === 'ENOENT') throw new StorageObjectNotFoundError(key);
-        throw error;
-      }
-      try {
-        // Sized from the open handle, so the size always matches the bytes the stream will read.
-        const { size } = await handle.stat();
-        return { body: observeStreamErrors(handle.createReadStream()), size };
-      } catch (error) {
-        await handle.close();
-        throw error;
-      }
-    },
+    get: (key) => readObjectFile(key),
 
     async delete(key) {
       requireStoragePath(key);
@@ -172,7 +187,7 @@ export function createFsStorage(options: FsStorageOptions): { storage: FileStora
 
     async deliver(storagePath) {
       try {
-        const { body, size } = await storage.get(storagePath);
+        const { body, size } = await readObjectFile(storagePath, DOWNLOAD_READ_BYTES);
         return { kind: 'stream', body, size };
       } catch (error) {
         if (error instanceof StorageObjectNotFoundError) {
