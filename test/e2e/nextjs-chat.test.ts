@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { readJson } from '../support/json.js';
@@ -35,11 +37,34 @@ function summarize(csvPath: string): string {
   ].join('\n');
 }
 
+const STORY = Array.from({ length: 60 }, (_, index) => (index === 0 ? 'Once upon a time ' : `part ${index} `));
+
+/**
+ * Turns for the component's own cases, chosen by the user's latest message: a slow story (to stop
+ * mid-answer), and code run in the sandbox followed by a read of a file that does not exist (a
+ * running, a done and a failed tool call); undefined for the main scenario's messages.
+ */
+function componentScript(request: ChatCompletionRequest): ModelTurn | undefined {
+  const lastUser = request.messages.map((message) => message.role).lastIndexOf('user');
+  const prompt = JSON.stringify(request.messages[lastUser]);
+  const toolResults = request.messages.slice(lastUser).filter((message) => message.role === 'tool').length;
+  if (prompt.includes('long story')) return { text: STORY, deltaDelayMs: 250 };
+  if (!prompt.includes('Run some code')) return undefined;
+  const turns: ModelTurn[] = [
+    { toolCalls: [{ name: 'sandbox_exec', arguments: { command: 'sleep 2; echo ok' } }] },
+    { toolCalls: [{ name: 'sandbox_read_file', arguments: { path: 'missing.txt' } }] },
+    { text: 'Ran it.' },
+  ];
+  return turns[toolResults] ?? { text: 'Done.' };
+}
+
 /**
  * The model's side of the scenario, one step per tool result since the user's message: import the
  * attachment the prompt references, summarize it with python3, publish the summary, answer.
  */
 function script(request: ChatCompletionRequest): ModelTurn {
+  const component = componentScript(request);
+  if (component) return component;
   const lastUser = request.messages.map((message) => message.role).lastIndexOf('user');
   const sinceUser = request.messages.slice(lastUser);
   const sent = JSON.stringify(sinceUser);
@@ -66,6 +91,45 @@ function script(request: ChatCompletionRequest): ModelTurn {
 
 /** The card of a file, by its name. */
 const fileCard = (page: Page, filename: string) => page.locator('.file-card', { hasText: filename });
+
+/** A tool call's row, by its plain-words label and progress. */
+const toolRow = (page: Page, label: string, progress: 'running' | 'done' | 'failed') =>
+  page.locator(`.mordn-tool[data-progress="${progress}"]`, { hasText: label });
+
+/** Where the component's cases keep their screenshots, to judge the page as a user sees it. */
+const SCREENSHOTS = 'test-results/nextjs';
+
+/** A MIME type as it appears in a raw server message (`text/csv`, `application/pdf`…). */
+const MIME_TYPE = /\b(?:application|text|image)\/[\w.+*-]+/;
+
+/** Signs a user in and waits for the chat the page opens; answers the chat's id. */
+async function signIn(page: Page, baseUrl: string, user: string): Promise<string> {
+  await page.goto(baseUrl);
+  await page.getByLabel('Name').fill(user);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(/\?chat=[0-9a-f-]{36}$/);
+  return new URL(page.url()).searchParams.get('chat') as string;
+}
+
+/** The focused element's accessible name, as far as these tests need it: aria-label, label, or text. */
+const FOCUSED_NAME =
+  "(() => { const active = document.activeElement; return active?.getAttribute('aria-label') ?? active?.labels?.[0]?.textContent ?? active?.textContent ?? ''; })()";
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: unknown[] }>;
+}
+
+/** The serious and critical axe-core violations of the page as it stands. */
+async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  const source = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  await page.addScriptTag({ content: source });
+  // The test program has no DOM types: the page runs these as plain expressions.
+  const violations = (await page.evaluate('axe.run().then((result) => result.violations)')) as AxeViolation[];
+  return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+}
 
 const unavailable = browserUnavailableReason();
 if (unavailable) console.warn(`Skipping the Next.js browser test: ${unavailable}.`);
@@ -205,6 +269,148 @@ describe.skipIf(unavailable !== undefined)('the Next.js example in Chromium', { 
       const download = await fetch((await chartLink.getAttribute('href')) as string);
       expect(download.status).toBe(200);
       expect(await download.text()).toBe(CHART);
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('refuses a file of a type not accepted, or over the size limit, with a readable sentence and no card', async () => {
+    const page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    try {
+      await signIn(page, app.url, 'lin');
+      const picker = page.getByLabel('Attach files');
+      await expect.poll(() => picker.getAttribute('accept')).toContain('text/csv');
+      const problems = page.locator('.mordn-problem');
+
+      // Ruled out by the picker's hint before any upload…
+      await picker.setInputFiles({
+        name: 'setup.exe',
+        mimeType: 'application/x-msdownload',
+        buffer: Buffer.from('MZ'),
+      });
+      await problems.getByText('setup.exe: this file type is not accepted. Accepted: images, PDF').waitFor();
+      await expect.poll(() => page.getByRole('status').textContent()).toContain('setup.exe');
+
+      // …by the server, whose own sentence lists raw MIME types, reworded the same way…
+      await picker.setInputFiles({ name: 'report.pdf', mimeType: 'application/pdf', buffer: Buffer.from('not a pdf') });
+      await problems.getByText('report.pdf: this file type is not accepted.').waitFor();
+
+      // …and a file over bootstrap's maxBytes (10 MB for the managed set).
+      const big = Buffer.alloc(10 * 1024 * 1024 + 1, 'a');
+      await picker.setInputFiles({ name: 'big.csv', mimeType: 'text/csv', buffer: big });
+      await problems.getByText('big.csv is too large: files can be up to 10.0 MB.').waitFor();
+
+      expect(await problems.textContent()).not.toMatch(MIME_TYPE);
+      expect(await page.locator('.file-card').count()).toBe(0);
+      await page.screenshot({ path: `${SCREENSHOTS}/refused-upload.png`, fullPage: true });
+      await page.getByRole('button', { name: 'Dismiss' }).click();
+      expect(await problems.count()).toBe(0);
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('stops an answer mid-stream and shows it as stopped, also after a reload', async () => {
+    const page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    try {
+      const chatId = await signIn(page, app.url, 'mae');
+      await page.getByLabel('Message').fill('Tell me a long story, slowly.');
+      await page.getByRole('button', { name: 'Send' }).click();
+      // Focus goes back to the message box, ready for the next message.
+      expect(await page.evaluate(FOCUSED_NAME)).toBe('Message');
+
+      await page.getByText('Once upon a time', { exact: false }).waitFor({ timeout: 60_000 });
+      await page.getByRole('button', { name: 'Stop' }).click();
+      const marker = page.locator('.interrupted', { hasText: 'Stopped before the answer was finished.' });
+      await marker.waitFor();
+      await page.getByRole('button', { name: 'Send' }).waitFor();
+      await expect.poll(() => page.getByRole('status').textContent()).toBe('Stopped before the answer was finished.');
+      const shown = (await page.locator('.mordn-assistant .mordn-text').textContent()) ?? '';
+      expect(shown.length).toBeLessThan(STORY.join('').length);
+
+      // Mordn stored the answer as stopped; the reloaded history carries the same marker.
+      await expect
+        .poll(async () => {
+          const history = await readJson(await mordn.agentFetch('mae', `/v1/chats/${chatId}`));
+          return history.messages?.at(-1)?.metadata?.mordn?.interrupted?.reason;
+        })
+        .toBe('stop');
+      await page.reload();
+      await page.getByText('Once upon a time', { exact: false }).waitFor();
+      await marker.waitFor();
+      await page.screenshot({ path: `${SCREENSHOTS}/stopped-answer.png`, fullPage: true });
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('shows tool calls in plain words while running, once done and when failed', async () => {
+    const page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    try {
+      await signIn(page, app.url, 'kit');
+      await page.getByLabel('Message').fill('Run some code, please.');
+      await page.getByRole('button', { name: 'Send' }).click();
+
+      await toolRow(page, 'Running code', 'running')
+        .waitFor({ timeout: 90_000 })
+        .catch((error: Error) => {
+          throw new Error(`${error.message}\n\n${diagnostics()}`);
+        });
+      expect(await page.getByRole('button', { name: 'Stop' }).isVisible()).toBe(true);
+      await page.screenshot({ path: `${SCREENSHOTS}/tool-running.png`, fullPage: true });
+      await toolRow(page, 'Running code', 'done').waitFor({ timeout: 30_000 });
+      await toolRow(page, 'Reading a file', 'failed').waitFor({ timeout: 30_000 });
+      await page.getByText('Ran it.').waitFor();
+      expect(await page.locator('.mordn-tool').allTextContents()).toEqual([
+        'Running codedone',
+        expect.stringMatching(/^Reading a filefailed./),
+      ]);
+      expect(await page.locator('.mordn-messages').textContent()).not.toContain('sandbox_');
+      await expect.poll(() => page.getByRole('status').textContent()).toBe('The answer is complete.');
+      await page.screenshot({ path: `${SCREENSHOTS}/tool-done.png`, fullPage: true });
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('passes axe-core without serious violations and works from the keyboard alone', async () => {
+    const page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    try {
+      await page.goto(app.url);
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await signIn(page, app.url, 'axel');
+      const picker = page.getByLabel('Attach files');
+      await expect.poll(() => picker.getAttribute('accept')).toContain('text/csv');
+      await picker.setInputFiles({ name: 'sales.csv', mimeType: 'text/csv', buffer: Buffer.from(SALES) });
+      await fileCard(page, 'sales.csv').getByRole('link', { name: 'Download' }).waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // Tab from the top of the page reaches the pending card, the picker and the message box, in that order.
+      await page.locator('body').focus();
+      const reached: string[] = [];
+      for (let step = 0; step < 12 && reached.at(-1) !== 'Message'; step += 1) {
+        await page.keyboard.press('Tab');
+        reached.push((await page.evaluate(FOCUSED_NAME)) as string);
+      }
+      expect(reached).toEqual(expect.arrayContaining(['Download', 'Remove sales.csv', 'Attach files', 'Message']));
+      expect(reached.indexOf('Attach files')).toBeLessThan(reached.indexOf('Message'));
+
+      // Typed and sent with Enter; the answer's tool rows and cards pass axe too.
+      await page.keyboard.type('Run some code, please.');
+      await page.keyboard.press('Enter');
+      await page.getByText('Ran it.').waitFor({ timeout: 90_000 });
+      await fileCard(page, 'sales.csv').waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.screenshot({ path: `${SCREENSHOTS}/chat.png`, fullPage: true });
       expect(pageErrors).toEqual([]);
     } finally {
       await page.close();

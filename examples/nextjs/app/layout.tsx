@@ -1,5 +1,6 @@
 import type { Metadata } from 'next';
 import type { ReactNode } from 'react';
+import 'mordn/react/styles.css';
 import './globals.css';
 
 export const metadata: Metadata = { title: 'Mordn chat' };

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { MordnChat } from 'mordn/react';
 import { cookies } from 'next/headers';
 import { redirect } from 'next/navigation';
 import { SESSION_COOKIE, verifySession } from '@/lib/session';
 import { signIn, signOut } from './actions';
-import { Chat } from './chat';
 
 export default async function Home({ searchParams }: { searchParams: Promise<{ chat?: string; error?: string }> }) {
   const user = verifySession((await cookies()).get(SESSION_COOKIE)?.value);
@@ -32,7 +32,7 @@ export default async function Home({ searchParams }: { searchParams: Promise<{ c
           <button type="submit">Sign out</button>
         </form>
       </header>
-      <Chat key={chat} chatId={chat} />
+      <MordnChat key={chat} api="/api/chat" chatId={chat} resume />
     </main>
   );
 }

@@ -1,0 +1,87 @@
+import type { FileUIPart, UIMessage } from 'ai';
+
+/** Why Mordn stored an answer as cut short (`metadata.mordn.interrupted.reason`). */
+export type Interruption = 'stop' | 'disconnect' | 'timeout';
+
+/** The note shown under an answer that ended early, by reason. */
+export const INTERRUPTION_NOTES: Record<Interruption, string> = {
+  stop: 'Stopped before the answer was finished.',
+  disconnect: 'Interrupted: the connection was lost.',
+  timeout: 'Interrupted: the answer took too long.',
+};
+
+/** The interruption Mordn recorded on a message, if any. */
+export function interruptionOf(message: UIMessage): Interruption | undefined {
+  const metadata = message.metadata as { mordn?: { interrupted?: { reason?: string } } } | undefined;
+  const reason = metadata?.mordn?.interrupted?.reason;
+  return reason !== undefined && reason in INTERRUPTION_NOTES ? (reason as Interruption) : undefined;
+}
+
+/** The message with the interruption Mordn also stores for it, so the note shows before a reload. */
+export function withInterruption(message: UIMessage, reason: Interruption): UIMessage {
+  const metadata = (message.metadata ?? {}) as Record<string, unknown>;
+  const mordn = (metadata.mordn ?? {}) as Record<string, unknown>;
+  return { ...message, metadata: { ...metadata, mordn: { ...mordn, interrupted: { reason } } } };
+}
+
+/** What the chat endpoint answers for an upload (Mordn's `POST /v1/uploads`). */
+export interface Upload {
+  url: string;
+  storagePath: string;
+  filename: string;
+  mediaType: string;
+  size: number;
+}
+
+/**
+ * A file part as Mordn returns it: uploads carry `filename` (and, fresh from the upload, `size`);
+ * published files carry their facts in `providerMetadata.mordn.sandboxFile` while streaming and at
+ * top level in history. A reference that no longer resolves comes back `unavailable: true` with an
+ * empty `url` (so the history stays a valid list of AI SDK messages).
+ */
+export type ChatFile = FileUIPart & { size?: number; unavailable?: boolean };
+
+/** A file part for `sendMessage`: Mordn finds the upload by its `storagePath`, not by its URL. */
+export function toFilePart(upload: Upload): FileUIPart {
+  return {
+    type: 'file',
+    mediaType: upload.mediaType,
+    filename: upload.filename,
+    url: upload.url,
+    providerMetadata: { mordn: { storagePath: upload.storagePath } },
+  };
+}
+
+/** The tool-call shape shared by static (`tool-<name>`) and dynamic (`dynamic-tool`) tool parts. */
+export interface ToolCallPart {
+  toolName: string;
+  toolCallId: string;
+  state: string;
+  output?: unknown;
+  errorText?: string;
+}
+
+/** A part as a tool call, whichever of the AI SDK's two tool part shapes it has; undefined otherwise. */
+export function toolCallOf(part: UIMessage['parts'][number]): ToolCallPart | undefined {
+  if (part.type === 'dynamic-tool') return part;
+  if (!part.type.startsWith('tool-') || !('toolCallId' in part)) return undefined;
+  const { toolCallId, state, output, errorText } = part as Omit<ToolCallPart, 'toolName'>;
+  return { toolName: part.type.slice('tool-'.length), toolCallId, state, output, ...(errorText ? { errorText } : {}) };
+}
+
+/**
+ * Why a tool call failed, in the tool's own words: the AI SDK's `errorText`, or the message of a
+ * Mordn tool result marked `isError` (`content: [{ text: '{"error":{"message":…}}' }]`).
+ */
+export function toolFailureText(part: ToolCallPart): string | undefined {
+  if (part.errorText) return part.errorText;
+  const content = (part.output as { content?: Array<{ text?: unknown }> } | undefined)?.content;
+  const text = content?.[0]?.text;
+  if (typeof text !== 'string') return undefined;
+  try {
+    const message = JSON.parse(text)?.error?.message;
+    return typeof message === 'string' ? message : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,267 @@
+'use client';
+
+import { useChat } from '@ai-sdk/react';
+import { DefaultChatTransport, type UIMessage } from 'ai';
+import { type FormEvent, type KeyboardEvent, useEffect, useId, useMemo, useRef, useState } from 'react';
+import { FileCard } from './file-card.js';
+import { describeAccepted, formatBytes } from './format.js';
+import { INTERRUPTION_NOTES, interruptionOf, toFilePart, toolCallOf, withInterruption } from './messages.js';
+import { chatProblemOf } from './problems.js';
+import { ToolCall } from './tool-call.js';
+import { useAttachments } from './use-attachments.js';
+
+/** Props of {@link MordnChat}. */
+export interface MordnChatProps {
+  /** The chat endpoint your server mounts (`createMordnHandler`): chat, uploads, history, bootstrap. Default `/api/chat`. */
+  api?: string;
+  /** The conversation to open; its history is loaded on mount. Without one, a new chat starts. */
+  chatId?: string;
+  /** Ask `<api>/<chatId>/stream` for an answer still streaming (mount that route first). Default false. */
+  resume?: boolean;
+  /** The message box's placeholder. */
+  placeholder?: string;
+  /** The chat region's accessible name. Default `Chat`. */
+  label?: string;
+  /** Extra classes on the root element (which always has `mordn-chat`). */
+  className?: string;
+}
+
+const ROLE_NAMES: Partial<Record<UIMessage['role'], string>> = { user: 'You', assistant: 'Assistant' };
+
+/**
+ * A complete chat against a Mordn endpoint, on the AI SDK's `useChat`: history, streaming answers,
+ * tool calls in plain words, attachments (picker driven by `?bootstrap`), file cards with download
+ * links, Stop, interruption notes and readable errors. Style it with `mordn/react/styles.css` and
+ * the `--mordn-*` CSS variables.
+ *
+ * @example
+ * import { MordnChat } from 'mordn/react';
+ * import 'mordn/react/styles.css';
+ *
+ * export function Page({ chatId }: { chatId: string }) {
+ *   return <MordnChat api="/api/chat" chatId={chatId} />;
+ * }
+ */
+export function MordnChat({
+  api = '/api/chat',
+  chatId,
+  resume = false,
+  placeholder = 'Ask about your files…',
+  label = 'Chat',
+  className,
+}: MordnChatProps) {
+  const ids = useId();
+  const transport = useMemo(() => new DefaultChatTransport({ api }), [api]);
+  const [announcement, setAnnouncement] = useState('');
+  const [input, setInput] = useState('');
+  const messageBox = useRef<HTMLTextAreaElement>(null);
+  const end = useRef<HTMLLIElement>(null);
+  const attachments = useAttachments(api);
+  const features = attachments.features;
+
+  const { messages, setMessages, sendMessage, status, error, stop, clearError } = useChat({
+    ...(chatId === undefined ? {} : { id: chatId }),
+    transport,
+    resume,
+    onFinish: ({ message, isAbort, isDisconnect, isError }) => {
+      if (isError) return;
+      if (isAbort || isDisconnect) {
+        const reason = isAbort ? 'stop' : 'disconnect';
+        setMessages((current) =>
+          current.map((each) => (each.id === message.id ? withInterruption(each, reason) : each)),
+        );
+        setAnnouncement(INTERRUPTION_NOTES[reason]);
+        return;
+      }
+      setAnnouncement('The answer is complete.');
+    },
+  });
+
+  // History with fresh download links (or `unavailable` files, with an empty URL); a new chat answers 404.
+  useEffect(() => {
+    if (chatId === undefined) return;
+    let current = true;
+    fetch(`${api}?chatId=${encodeURIComponent(chatId)}`)
+      .then(async (response) => {
+        if (current && response.ok) setMessages((await response.json()).messages);
+      })
+      .catch(() => {
+        if (current) setAnnouncement('This chat could not be loaded.');
+      });
+    return () => {
+      current = false;
+    };
+  }, [api, chatId, setMessages]);
+
+  const problem = error ? chatProblemOf(error) : undefined;
+  const problemMessage = problem?.message;
+  useEffect(() => {
+    if (problemMessage) setAnnouncement(problemMessage);
+  }, [problemMessage]);
+
+  useEffect(() => {
+    if (attachments.problems.length > 0) setAnnouncement(attachments.problems.join(' '));
+  }, [attachments.problems]);
+
+  // Keep the newest message in view as messages and their parts arrive (not on every text delta).
+  const progress = `${messages.length}:${messages.at(-1)?.parts.length ?? 0}`;
+  useEffect(() => {
+    if (progress) end.current?.scrollIntoView?.({ block: 'nearest' });
+  }, [progress]);
+
+  const busy = status === 'submitted' || status === 'streaming';
+  const canSend = !busy && !attachments.uploading && (input.trim() !== '' || attachments.pending.length > 0);
+
+  function send(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (!canSend) return;
+    clearError();
+    attachments.dismissProblems();
+    setAnnouncement('');
+    sendMessage({ text: input, files: attachments.take().map(toFilePart) });
+    setInput('');
+    messageBox.current?.focus();
+  }
+
+  function onMessageKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
+    // Enter sends, Shift+Enter starts a new line; an IME composition keeps its Enter.
+    if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return;
+    event.preventDefault();
+    event.currentTarget.form?.requestSubmit();
+  }
+
+  function onStop() {
+    stop();
+    messageBox.current?.focus();
+  }
+
+  const hintId = `${ids}-attach-hint`;
+  return (
+    <section className={className ? `mordn-chat ${className}` : 'mordn-chat'} aria-label={label}>
+      <ol className="mordn-messages" aria-label="Conversation">
+        {messages.length === 0 && status === 'ready' ? (
+          <li className="mordn-empty">Ask a question{features?.enabled ? ', or attach a file to work on' : ''}.</li>
+        ) : null}
+        {messages.map((message) => {
+          const interruption = interruptionOf(message);
+          return (
+            <li key={message.id} className={`mordn-message mordn-${message.role}`}>
+              <span className="mordn-visually-hidden">{ROLE_NAMES[message.role] ?? message.role}:</span>
+              {message.parts.map((part, index) => {
+                const key = `${message.id}-${index}`;
+                if (part.type === 'text') {
+                  return part.text ? (
+                    <p key={key} className="mordn-text">
+                      {part.text}
+                    </p>
+                  ) : null;
+                }
+                if (part.type === 'file') return <FileCard key={key} file={part} />;
+                const tool = toolCallOf(part);
+                return tool ? <ToolCall key={key} part={tool} /> : null;
+              })}
+              {interruption ? (
+                <p className="mordn-interrupted interrupted">{INTERRUPTION_NOTES[interruption]}</p>
+              ) : null}
+            </li>
+          );
+        })}
+        {status === 'submitted' ? (
+          <li className="mordn-message mordn-assistant mordn-thinking">
+            <span className="mordn-visually-hidden">Assistant:</span>
+            <span className="mordn-dots" aria-hidden="true" />
+            <span className="mordn-visually-hidden">Thinking…</span>
+          </li>
+        ) : null}
+        <li ref={end} className="mordn-end" aria-hidden="true" />
+      </ol>
+
+      {problem?.kind === 'sandbox-unavailable' ? (
+        <div className="mordn-notice mordn-guidance">
+          <p className="mordn-notice-title">Sandboxes are not available</p>
+          <p>{problem.message}</p>
+        </div>
+      ) : problem ? (
+        <div className="mordn-notice mordn-problem">
+          <p>{problem.message}</p>
+        </div>
+      ) : null}
+      {attachments.problems.length > 0 ? (
+        <div className="mordn-notice mordn-problem">
+          <ul>
+            {attachments.problems.map((text) => (
+              <li key={text}>{text}</li>
+            ))}
+          </ul>
+          <button type="button" className="mordn-link-button" onClick={attachments.dismissProblems}>
+            Dismiss
+          </button>
+        </div>
+      ) : null}
+
+      <form className="mordn-composer" onSubmit={send}>
+        {attachments.pending.length > 0 ? (
+          <ul className="mordn-pending" aria-label="Attachments to send">
+            {attachments.pending.map((file) => (
+              <li key={file.storagePath}>
+                <FileCard
+                  file={{ ...toFilePart(file), size: file.size }}
+                  onRemove={() => attachments.remove(file.storagePath)}
+                />
+              </li>
+            ))}
+          </ul>
+        ) : null}
+        <div className="mordn-composer-row">
+          {features?.enabled ? (
+            <label className="mordn-attach" data-busy={attachments.uploading || undefined}>
+              <input
+                className="mordn-visually-hidden"
+                type="file"
+                multiple
+                accept={features.accept.join(',')}
+                disabled={attachments.uploading}
+                aria-describedby={hintId}
+                onChange={(event) => {
+                  attachments.upload(Array.from(event.target.files ?? []));
+                  event.target.value = '';
+                }}
+              />
+              <span aria-hidden="true" className="mordn-attach-icon" />
+              <span className="mordn-visually-hidden">Attach files</span>
+            </label>
+          ) : null}
+          <textarea
+            ref={messageBox}
+            className="mordn-input"
+            aria-label="Message"
+            rows={1}
+            value={input}
+            placeholder={placeholder}
+            onChange={(event) => setInput(event.target.value)}
+            onKeyDown={onMessageKeyDown}
+          />
+          {busy ? (
+            <button type="button" className="mordn-button mordn-stop" onClick={onStop}>
+              Stop
+            </button>
+          ) : (
+            <button type="submit" className="mordn-button mordn-send" disabled={!canSend}>
+              Send
+            </button>
+          )}
+        </div>
+        {features?.enabled ? (
+          <p id={hintId} className="mordn-hint">
+            {attachments.uploading
+              ? 'Uploading…'
+              : `Attach ${describeAccepted(features.accept)} up to ${formatBytes(features.maxBytes)} each.`}
+          </p>
+        ) : null}
+      </form>
+      <p className="mordn-visually-hidden" role="status" aria-live="polite">
+        {announcement}
+      </p>
+    </section>
+  );
+}
