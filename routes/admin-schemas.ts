@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { ADMIN_SECURITY } from '../src/http/openapi.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type PageRequest } from '../src/pagination/keyset.js';
+import type { PageRequest } from '../src/pagination/keyset.js';
+import { PAGE_QUERY_FIELDS } from './page-query.js';
 
 /** The schemas and helpers every admin route module shares. */
 
@@ -19,21 +20,7 @@ export const TenantParams = z.object({ tenantId: z.string().openapi({ param: { n
 export const AgentParams = z.object({ agentId: z.string().openapi({ param: { name: 'agentId', in: 'path' } }) });
 
 /** `?limit&cursor`, bounded exactly as the artifact listings are; unknown parameters are refused. */
-export const PageQuery = z.strictObject({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_PAGE_SIZE)
-    .default(DEFAULT_PAGE_SIZE)
-    .openapi({ description: `Items per page, 1 to ${MAX_PAGE_SIZE}.`, example: DEFAULT_PAGE_SIZE }),
-  cursor: z
-    .string()
-    .min(1)
-    .max(400)
-    .optional()
-    .openapi({ description: 'The `nextCursor` of the previous page (opaque).' }),
-});
+export const PageQuery = z.strictObject(PAGE_QUERY_FIELDS);
 
 /** `{ items, nextCursor }` of `item`, registered as the OpenAPI component `name`. */
 export const pageOf = <Item extends z.ZodType>(item: Item, name: string) =>

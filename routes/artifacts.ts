@@ -1,9 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import {
-  DEFAULT_PAGE_SIZE,
   getArtifact,
   listArtifacts,
-  MAX_PAGE_SIZE,
   requireAgentArtifactOwner,
   requireAgentTenant,
   revokeAllArtifacts,
@@ -25,6 +23,7 @@ import {
 } from '../src/http/openapi.js';
 import { FILE_NOT_FOUND_MESSAGE } from '../src/uploads/file-links.js';
 import type { FileOwner } from '../src/uploads/file-registry.js';
+import { PAGE_QUERY_FIELDS } from './page-query.js';
 
 const JSON_LIMIT = 16 * 1024;
 
@@ -84,21 +83,7 @@ const page = <Item extends z.ZodType>(item: Item, name: string) =>
 const ArtifactPage = page(ArtifactSchema, 'ArtifactPage');
 const DownloadPage = page(DownloadRecordSchema, 'ArtifactDownloadPage');
 
-const PageQuery = {
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_PAGE_SIZE)
-    .default(DEFAULT_PAGE_SIZE)
-    .openapi({ description: `Items per page, 1 to ${MAX_PAGE_SIZE}.`, example: DEFAULT_PAGE_SIZE }),
-  cursor: z
-    .string()
-    .min(1)
-    .max(400)
-    .optional()
-    .openapi({ description: 'The `nextCursor` of the previous page (opaque).' }),
-};
+const PageQuery = PAGE_QUERY_FIELDS;
 const ListQuery = z.strictObject(PageQuery);
 const DownloadsQuery = z.strictObject({ storagePath: StoragePath, ...PageQuery });
 const AdminListQuery = z.strictObject({

@@ -23,8 +23,6 @@ export interface ArtifactSummary {
   chatIds: string[];
 }
 
-export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../pagination/keyset.js';
-
 const notFound = () => new ServiceError('NOT_FOUND', FILE_NOT_FOUND_MESSAGE);
 
 function ownedArtifacts(db: Db, owner: FileOwner) {
