@@ -7,23 +7,34 @@ import { packageRoot } from '../src/package-root.js';
 const root = packageRoot();
 const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
 };
 
+/** The browser component, compiled by its own config (`src/react/tsconfig.build.json`). */
+const REACT_FOLDER = 'src/react';
+
+/** The non-test `.ts`/`.tsx` sources under `folder`. */
+function sourcesUnder(folder: string): string[] {
+  return readdirSync(path.join(root, folder), { recursive: true, encoding: 'utf8' })
+    .filter((file) => /\.tsx?$/.test(file) && !/\.test\.tsx?$/.test(file) && !file.endsWith('.d.ts'))
+    .map((file) => path.join(root, folder, file));
+}
+
 /**
- * The source files `npm run build` compiles into `dist/`, i.e. what the package ships: the `.ts`
- * files under the build config's `include` folders, tests excluded (as its `exclude` says).
+ * The source files `npm run build` compiles into `dist/` for the server entry points, i.e. what
+ * they ship: the files under the build config's `include` folders, tests and the browser
+ * component excluded (as its `exclude` says).
  */
 function shippedFiles(): string[] {
   const build = JSON.parse(readFileSync(path.join(root, 'tsconfig.build.json'), 'utf8')) as {
     include: string[];
     exclude: string[];
   };
-  expect(build.exclude).toEqual(['**/*.test.ts']);
-  return build.include.flatMap((folder) =>
-    readdirSync(path.join(root, folder), { recursive: true, encoding: 'utf8' })
-      .filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts') && !file.endsWith('.d.ts'))
-      .map((file) => path.join(root, folder, file)),
-  );
+  expect(build.exclude).toEqual(['**/*.test.ts', REACT_FOLDER]);
+  const component = path.join(root, REACT_FOLDER);
+  return build.include
+    .flatMap((folder) => sourcesUnder(folder))
+    .filter((file) => !file.startsWith(`${component}${path.sep}`));
 }
 
 interface ModuleImport {
@@ -69,6 +80,32 @@ describe('the shipped package', () => {
         const name = packageName(specifier);
         if (builtins.has(name) || Object.hasOwn(manifest.dependencies, name)) continue;
         offending.push(`${path.relative(root, file)} imports ${specifier}`);
+      }
+    }
+    expect(offending).toEqual([]);
+  });
+
+  it('keeps the browser component apart: it needs only dependencies and peers, and no server module imports it', () => {
+    const builtins = new Set(builtinModules);
+    const component = path.join(root, REACT_FOLDER);
+    const files = sourcesUnder(REACT_FOLDER);
+    expect(files.length).toBeGreaterThan(3);
+    const offending: string[] = [];
+    for (const file of files) {
+      for (const { specifier, typeOnly } of importsOf(file)) {
+        if (typeOnly || specifier.startsWith('.')) continue;
+        const name = packageName(specifier);
+        // Browser code: no Node built-ins, only what the package or its consumer installs.
+        if (specifier.startsWith('node:') || builtins.has(name))
+          offending.push(`${path.relative(root, file)} imports ${specifier}`);
+        else if (!Object.hasOwn(manifest.dependencies, name) && !Object.hasOwn(manifest.peerDependencies, name))
+          offending.push(`${path.relative(root, file)} imports ${specifier}`);
+      }
+    }
+    for (const file of shippedFiles()) {
+      for (const { specifier } of importsOf(file)) {
+        if (specifier.startsWith('.') && resolveRelative(file, specifier).startsWith(`${component}${path.sep}`))
+          offending.push(`${path.relative(root, file)} imports ${specifier}`);
       }
     }
     expect(offending).toEqual([]);
