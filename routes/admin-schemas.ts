@@ -22,17 +22,7 @@ export const AgentParams = z.object({ agentId: z.string().openapi({ param: { nam
 /** `?limit&cursor`, bounded exactly as the artifact listings are; unknown parameters are refused. */
 export const PageQuery = z.strictObject(PAGE_QUERY_FIELDS);
 
-/** `{ items, nextCursor }` of `item`, registered as the OpenAPI component `name`. */
-export const pageOf = <Item extends z.ZodType>(item: Item, name: string) =>
-  z
-    .object({
-      items: z.array(item),
-      nextCursor: z
-        .string()
-        .nullable()
-        .openapi({ description: 'Pass as `cursor` for the next page; null on the last.' }),
-    })
-    .openapi(name);
+export { pageOf } from './page-query.js';
 
 /** The validated query as the listing functions take it. */
 export function pageRequest(query: z.infer<typeof PageQuery>): PageRequest {

@@ -23,7 +23,7 @@ import {
 } from '../src/http/openapi.js';
 import { FILE_NOT_FOUND_MESSAGE } from '../src/uploads/file-links.js';
 import type { FileOwner } from '../src/uploads/file-registry.js';
-import { PAGE_QUERY_FIELDS } from './page-query.js';
+import { PAGE_QUERY_FIELDS, pageOf as pageSchema } from './page-query.js';
 
 const JSON_LIMIT = 16 * 1024;
 
@@ -70,18 +70,8 @@ const DownloadRecordSchema = z
   })
   .openapi('ArtifactDownload');
 
-const page = <Item extends z.ZodType>(item: Item, name: string) =>
-  z
-    .object({
-      items: z.array(item),
-      nextCursor: z
-        .string()
-        .nullable()
-        .openapi({ description: 'Pass as `cursor` for the next page; null on the last.' }),
-    })
-    .openapi(name);
-const ArtifactPage = page(ArtifactSchema, 'ArtifactPage');
-const DownloadPage = page(DownloadRecordSchema, 'ArtifactDownloadPage');
+const ArtifactPage = pageSchema(ArtifactSchema, 'ArtifactPage');
+const DownloadPage = pageSchema(DownloadRecordSchema, 'ArtifactDownloadPage');
 
 const PageQuery = PAGE_QUERY_FIELDS;
 const ListQuery = z.strictObject(PageQuery);

@@ -17,3 +17,15 @@ export const PAGE_QUERY_FIELDS = {
     .optional()
     .openapi({ description: 'The `nextCursor` of the previous page (opaque).' }),
 };
+
+/** `{ items, nextCursor }` of `item`, registered as the OpenAPI component `name`. */
+export const pageOf = <Item extends z.ZodType>(item: Item, name: string) =>
+  z
+    .object({
+      items: z.array(item),
+      nextCursor: z
+        .string()
+        .nullable()
+        .openapi({ description: 'Pass as `cursor` for the next page; null on the last.' }),
+    })
+    .openapi(name);

@@ -3,7 +3,7 @@ import type { DatabaseSchema } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import type { SandboxBackend } from '../sandbox/backend.js';
 import type { FileStorage } from '../storage/file-storage.js';
-import type { FileOwner } from '../uploads/file-registry.js';
+import { deleteStoredFileRecord, type FileOwner } from '../uploads/file-registry.js';
 
 type Db = Kysely<DatabaseSchema>;
 
@@ -173,13 +173,7 @@ async function eraseStoredFiles(
             .where('user_id', '=', owner.userId)
             .execute();
         }
-        await transaction
-          .deleteFrom('stored_files')
-          .where('storage_path', '=', storagePath)
-          .where('tenant_id', '=', owner.tenantId)
-          .where('agent_id', '=', owner.agentId)
-          .where('user_id', '=', owner.userId)
-          .execute();
+        await deleteStoredFileRecord(transaction, owner, storagePath);
       });
       erased += 1;
     }
