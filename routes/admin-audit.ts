@@ -4,11 +4,9 @@ import { matchedRoutes } from 'hono/route';
 import { type AdminActor, appendAdminWrite, listAdminAudit } from '../src/admin/audit-log.js';
 import type { AppDependencies } from '../src/dependencies.js';
 import type { AppEnv } from '../src/http/app-env.js';
+import { READ_METHODS } from '../src/http/console-auth.js';
 import { problemResponses } from '../src/http/openapi.js';
 import { ADMIN_ROUTE, json, PageQuery, pageOf, pageRequest } from './admin-schemas.js';
-
-/** Methods that change nothing; every other method under `/v1/admin/` is a write. */
-const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 const AuditEntrySchema = z
   .object({

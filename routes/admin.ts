@@ -1,5 +1,4 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { adminTokenActor } from '../src/admin/audit-log.js';
 import { getConfigVersions, publishConfig, saveDraftConfig } from '../src/agents/agent-configs.js';
 import { AgentConfigSchema } from '../src/agents/config-schema.js';
 import { createApiKey, revokeApiKey } from '../src/auth/api-keys.js';
@@ -125,11 +124,10 @@ const getConfigRoute = createRoute({
  */
 export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies, adminToken: string): void {
   const { db } = deps.database;
-  const actor = adminTokenActor(adminToken);
   app.use(
     '/v1/admin/*',
-    adminAuth(adminToken),
-    auditAdminWrites(deps, () => actor),
+    adminAuth(adminToken, db),
+    auditAdminWrites(deps, (c) => c.get('adminActor')),
     jsonBody(ADMIN_BODY_LIMIT),
   );
 

@@ -1,11 +1,12 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { getEffectiveConfig } from '../src/agents/agent-configs.js';
+import { getEffectiveConfig, getPreviewConfig } from '../src/agents/agent-configs.js';
 import { readBearerToken } from '../src/auth/authenticate.js';
 import { type ChatHandler, createChatHandler } from '../src/chat/create-chat-handler.js';
 import { createDatabaseChatStore } from '../src/chat/database-chat-store.js';
 import { createLanguageModel } from '../src/chat/model.js';
 import { createServiceAttachmentStorage } from '../src/chat/service-attachment-storage.js';
+import type { ManagedSandboxIntegration } from '../src/chat/types.js';
 import type { ModelConfig } from '../src/config.js';
 import type { AppDependencies } from '../src/dependencies.js';
 import { ServiceError } from '../src/errors.js';
@@ -22,6 +23,7 @@ import type { AppEnv } from '../src/http/app-env.js';
 import { agentAuth } from '../src/http/auth-middleware.js';
 import { AGENT_AUTH_RESPONSES, AGENT_SECURITY, problemResponses, UserHeaderSchema } from '../src/http/openapi.js';
 import { REQUEST_ID_HEADER } from '../src/http/request-context.js';
+import { inProcessTransport } from '../src/http/trusted-principal.js';
 import { ChatHistorySchema } from './chat-history-schema.js';
 
 const ChatIdParams = z.object({
@@ -40,6 +42,9 @@ const ChatIdParams = z.object({
  */
 /** Distinct model ids whose provider objects are kept between requests (agents may each pick one). */
 const MAX_CACHED_MODELS = 64;
+/** The lifetime of the console preview's sandbox tokens (5 minutes), renewed as they run out. */
+const PREVIEW_TOKEN_SECONDS = 5 * 60;
+const IN_PROCESS_ORIGIN = 'http://127.0.0.1';
 
 export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies): void {
   const { db } = deps.database;
@@ -68,12 +73,41 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
     return modelConfig;
   };
 
+  /**
+   * The sandbox integration of a turn: over loopback with the caller's agent key, or — for the
+   * console preview, which holds no key — in process as its preview user, whose MCP calls carry
+   * a short-lived sandbox token of that user (minted through `POST /v1/sandbox/tokens`).
+   */
+  const sandboxesFor = (c: Context<AppEnv>, selfBaseUrl: string): ManagedSandboxIntegration => {
+    const principal = c.get('principal');
+    const common = {
+      selfBaseUrl,
+      requestId: c.get('requestId'),
+      dispatcher: apiDispatcher,
+      onWarning: (message: string) => deps.logger.warn({ requestId: c.get('requestId') }, message),
+    };
+    if (principal.consoleSessionId === undefined) {
+      return createHostedSandboxes({
+        ...common,
+        apiKey: readBearerToken(c.req.header('Authorization'), 'INVALID_API_KEY') ?? '',
+      });
+    }
+    return createHostedSandboxes({
+      ...common,
+      apiKey: '',
+      transport: inProcessTransport(app, principal),
+      mcpCredential: 'userToken',
+      userTokenTtlSeconds: Math.min(PREVIEW_TOKEN_SECONDS, deps.config.sandbox.tokenMaxSeconds),
+    });
+  };
+
   const handlerFor = (c: Context<AppEnv>): ChatHandler => {
     const principal = c.get('principal');
     const agent = { tenantId: principal.tenantId, agentId: principal.agentId };
-    const apiKey = readBearerToken(c.req.header('Authorization'), 'INVALID_API_KEY') ?? '';
     const sandboxesOff = sandboxesTurnedOff(c.req.header(SANDBOXES_OFF_HEADER));
-    const selfBaseUrl = deps.selfBaseUrl;
+    const preview = principal.consoleSessionId !== undefined;
+    // The console preview is served in process: it needs no loopback origin of its own.
+    const selfBaseUrl = preview ? (deps.selfBaseUrl ?? IN_PROCESS_ORIGIN) : deps.selfBaseUrl;
     // The deadline of one answer, setup and discovery included; a proxy in front may ask for its own.
     const streamTimeoutMs = requestedStreamTimeout(c.req.header(STREAM_TIMEOUT_HEADER), DEFAULT_STREAM_TIMEOUT_MS);
     return createChatHandler({
@@ -86,16 +120,9 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
         c.get('requestId'),
       ),
       getHostedConfig: () => getEffectiveConfig(db, principal.agentId),
-      sandboxes:
-        sandboxesOff || !selfBaseUrl
-          ? false
-          : createHostedSandboxes({
-              apiKey,
-              selfBaseUrl,
-              requestId: c.get('requestId'),
-              dispatcher: apiDispatcher,
-              onWarning: (message) => deps.logger.warn({ requestId: c.get('requestId') }, message),
-            }),
+      // The console preview runs the saved draft (the published config when there is none).
+      ...(preview ? { resolvePreviewConfig: () => getPreviewConfig(db, principal.agentId) } : {}),
+      sandboxes: sandboxesOff || !selfBaseUrl ? false : sandboxesFor(c, selfBaseUrl),
       streamTimeoutMs,
       coalesceMs: deps.config.chatCoalesceMs,
       onError: (error) => deps.logger.error({ requestId: c.get('requestId'), err: error }, 'chat failed'),

@@ -146,7 +146,10 @@ export function registerSandboxTokenRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
     }
     const minted = await mintSandboxToken(db, {
       owner: ownerOf(c),
-      apiKeyId: principal.keyId,
+      // The console preview's tokens end with its session; every other token with its agent key.
+      issuer: principal.consoleSessionId
+        ? { consoleSessionId: principal.consoleSessionId }
+        : { apiKeyId: principal.keyId },
       audience,
       ttlSeconds: body.ttlSeconds ?? Math.min(DEFAULT_SANDBOX_TOKEN_SECONDS, maxSeconds),
       permissions: body.permissions ?? ['read', 'write'],

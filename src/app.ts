@@ -3,6 +3,7 @@ import { registerAdminRoutes } from '../routes/admin.js';
 import { registerArtifactRoutes } from '../routes/artifacts.js';
 import { registerBootstrapRoutes } from '../routes/bootstrap.js';
 import { registerChatRoutes } from '../routes/chat.js';
+import { registerConsoleRoutes } from '../routes/console.js';
 import { registerDocsRoutes } from '../routes/docs.js';
 import { registerFileRoutes } from '../routes/files.js';
 import { registerHealthRoutes } from '../routes/health.js';
@@ -54,7 +55,10 @@ export function createApp(deps: AppDependencies): MordnApp {
     });
     registerFileRoutes(app, deps.localDownloads, artifacts);
   }
-  if (deps.config.adminToken) registerAdminRoutes(app, deps, deps.config.adminToken);
+  if (deps.config.adminToken) {
+    registerAdminRoutes(app, deps, deps.config.adminToken);
+    registerConsoleRoutes(app, deps, deps.config.adminToken);
+  }
 
   app.notFound((c) =>
     problemResponse(new ServiceError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}.`), c.get('requestId')),

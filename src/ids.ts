@@ -10,6 +10,7 @@ export const ID_PREFIX = {
   sandboxToken: 'tok',
   auditEntry: 'aud',
   toolCall: 'call',
+  consoleSession: 'cs',
 } as const;
 
 /**

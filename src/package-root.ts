@@ -22,3 +22,8 @@ export function packageRoot(): string {
     directory = parent;
   }
 }
+
+/** The `version` of Mordn's package.json. */
+export function packageVersion(): string {
+  return JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')).version as string;
+}

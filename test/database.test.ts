@@ -1,7 +1,8 @@
-import { sql } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, findActiveApiKey } from '../src/auth/api-keys.js';
 import { type Database, migrateToLatest, openDatabase } from '../src/db/database.js';
+import { migrationProvider } from '../src/db/migrations/index.js';
 import { createAgent, createTenant } from '../src/tenancy/tenants.js';
 import { createTestDatabaseTarget, type TestDatabaseTarget, testDialect } from './support/database.js';
 
@@ -32,12 +33,13 @@ describe(`database layer (${testDialect()})`, () => {
       '0005-sandbox-tokens',
       '0006-artifact-lifecycle',
       '0007-admin-audit',
+      '0008-console-sessions',
     ]);
     await migrateToLatest(database.db, database.dialect);
     const second = await target.open();
     await second.close();
     const again = await sql<{ name: string }>`select name from kysely_migration`.execute(database.db);
-    expect(again.rows).toHaveLength(7);
+    expect(again.rows).toHaveLength(8);
   });
 
   it('reads epoch-millisecond bigints back as numbers', async () => {
@@ -108,6 +110,50 @@ describe(`database layer (${testDialect()})`, () => {
     const stored = await database.db.selectFrom('admin_audit').selectAll().where('id', '=', 'aud_test').execute();
     expect(stored).toEqual([row]);
     expect(typeof stored[0]?.at).toBe('number');
+  });
+
+  it('keeps agent-key sandbox tokens through the console-session rebuild of their table, down and up', async () => {
+    const tenant = await createTenant(database.db, 'Tokens');
+    const agent = await createAgent(database.db, tenant.id, 'Agent');
+    const key = await createApiKey(database.db, agent.id, ['read']);
+    const token = {
+      id: 'tok_migrated',
+      tenant_id: tenant.id,
+      agent_id: agent.id,
+      user_id: 'user-1',
+      api_key_id: key.id,
+      token_hash: 'f'.repeat(64),
+      audience: 'http://127.0.0.1/v1/sandbox/mcp',
+      permissions: 'read',
+      tools: null,
+      expires_at: Date.now() + 60_000,
+      revoked_at: null,
+      created_at: Date.now(),
+    };
+    let schema: string | undefined;
+    if (database.dialect === 'postgres') {
+      schema = (await sql<{ schema: string }>`select current_schema() as schema`.execute(database.db)).rows[0]?.schema;
+    }
+    const migrator = new Migrator({
+      db: database.db,
+      provider: migrationProvider,
+      ...(schema ? { migrationTableSchema: schema } : {}),
+    });
+    expect((await migrator.migrateDown()).error).toBeUndefined();
+    await sql`insert into sandbox_tokens (id, tenant_id, agent_id, user_id, api_key_id, token_hash, audience, permissions, tools, expires_at, revoked_at, created_at) values (${token.id}, ${token.tenant_id}, ${token.agent_id}, ${token.user_id}, ${token.api_key_id}, ${token.token_hash}, ${token.audience}, ${token.permissions}, ${token.tools}, ${token.expires_at}, ${token.revoked_at}, ${token.created_at})`.execute(
+      database.db,
+    );
+    await migrateToLatest(database.db, database.dialect);
+    const rows = await database.db.selectFrom('sandbox_tokens').selectAll().where('id', '=', token.id).execute();
+    expect(rows).toEqual([{ ...token, console_session_id: null }]);
+    // A token names exactly one issuer: an agent key or a console session.
+    await expect(
+      database.db
+        .insertInto('sandbox_tokens')
+        .values({ ...token, id: 'tok_orphan', token_hash: 'e'.repeat(64), api_key_id: null, console_session_id: null })
+        .execute(),
+    ).rejects.toThrow();
+    await database.db.deleteFrom('sandbox_tokens').where('id', '=', token.id).execute();
   });
 
   it('refuses to open a PostgreSQL schema with an unsafe name', async () => {

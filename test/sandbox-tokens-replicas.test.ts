@@ -121,3 +121,25 @@ describe.each(MCP_ERAS)('sandbox tokens across two replicas: $name', (era) => {
     expect((await discover(b, kept.token)).status).toBe(200);
   });
 });
+
+describe('console sessions across two replicas', () => {
+  it('are accepted by either replica, and a sign-out on one ends them on the other', async () => {
+    const signIn = await a.fetch('/console/api/session', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: TEST_ADMIN_TOKEN }),
+    });
+    expect(signIn.status).toBe(200);
+    const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    const { csrfToken } = await readJson(signIn);
+    const headers = { Cookie: cookie, 'X-CSRF-Token': csrfToken, 'Content-Type': 'application/json' };
+
+    expect((await b.fetch('/console/api/session', { headers })).status).toBe(200);
+    const created = await b.fetch('/v1/admin/tenants', { method: 'POST', headers, body: '{"name":"Via b"}' });
+    expect(created.status).toBe(201);
+
+    expect((await b.fetch('/console/api/session', { method: 'DELETE', headers })).status).toBe(204);
+    expect((await a.fetch('/console/api/session', { headers })).status).toBe(401);
+    expect((await a.fetch('/v1/admin/tenants', { headers })).status).toBe(401);
+  });
+});

@@ -12,6 +12,8 @@ const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'
 
 /** The browser component, compiled by its own config (`src/react/tsconfig.build.json`). */
 const REACT_FOLDER = 'src/react';
+/** The web console's pages, bundled by Vite into static files (`dist/console`), never imported. */
+const CONSOLE_FOLDER = 'src/console';
 
 /** The non-test `.ts`/`.tsx` sources under `folder`. */
 function sourcesUnder(folder: string): string[] {
@@ -30,11 +32,11 @@ function shippedFiles(): string[] {
     include: string[];
     exclude: string[];
   };
-  expect(build.exclude).toEqual(['**/*.test.ts', REACT_FOLDER]);
-  const component = path.join(root, REACT_FOLDER);
+  expect(build.exclude).toEqual(['**/*.test.ts', REACT_FOLDER, CONSOLE_FOLDER]);
+  const browserFolders = [REACT_FOLDER, CONSOLE_FOLDER].map((folder) => `${path.join(root, folder)}${path.sep}`);
   return build.include
     .flatMap((folder) => sourcesUnder(folder))
-    .filter((file) => !file.startsWith(`${component}${path.sep}`));
+    .filter((file) => !browserFolders.some((folder) => file.startsWith(folder)));
 }
 
 interface ModuleImport {
@@ -85,7 +87,7 @@ describe('the shipped package', () => {
     expect(offending).toEqual([]);
   });
 
-  it('keeps the browser component apart: it needs only dependencies and peers, and no server module imports it', () => {
+  it('keeps the browser code apart: the component needs only dependencies and peers, and no server module imports it or the console pages', () => {
     const builtins = new Set(builtinModules);
     const component = path.join(root, REACT_FOLDER);
     const files = sourcesUnder(REACT_FOLDER);
@@ -102,9 +104,12 @@ describe('the shipped package', () => {
           offending.push(`${path.relative(root, file)} imports ${specifier}`);
       }
     }
+    const consolePages = path.join(root, CONSOLE_FOLDER);
     for (const file of shippedFiles()) {
       for (const { specifier } of importsOf(file)) {
-        if (specifier.startsWith('.') && resolveRelative(file, specifier).startsWith(`${component}${path.sep}`))
+        if (!specifier.startsWith('.')) continue;
+        const target = resolveRelative(file, specifier);
+        if (target.startsWith(`${component}${path.sep}`) || target.startsWith(`${consolePages}${path.sep}`))
           offending.push(`${path.relative(root, file)} imports ${specifier}`);
       }
     }

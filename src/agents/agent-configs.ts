@@ -70,6 +70,16 @@ export async function getConfigVersions(db: Db, agentId: string): Promise<AgentC
 }
 
 /** The configuration the API's gates use: the published one, or the default when none is. */
+/** What the console preview runs: the saved draft, else the published config, else the default. */
+export async function getPreviewConfig(db: Db, agentId: string): Promise<AgentConfig> {
+  const row = await db
+    .selectFrom('agent_configs')
+    .select(['draft', 'published'])
+    .where('agent_id', '=', agentId)
+    .executeTakeFirst();
+  return parseStored(row?.draft ?? null) ?? parseStored(row?.published ?? null) ?? DEFAULT_AGENT_CONFIG;
+}
+
 export async function getEffectiveConfig(db: Db, agentId: string): Promise<AgentConfig> {
   const row = await db
     .selectFrom('agent_configs')

@@ -16,6 +16,8 @@ export interface AgentPrincipal {
   readonly userId: string;
   /** Set when the caller holds a per-user sandbox token rather than the agent key. */
   readonly sandboxTokenId?: string;
+  /** Set for the web console's preview chat: the signed-in console session it runs for. */
+  readonly consoleSessionId?: string;
 }
 
 /** Throws 403 `INSUFFICIENT_PERMISSION` unless the key (or sandbox token) carries `permission`. */

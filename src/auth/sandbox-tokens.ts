@@ -46,10 +46,15 @@ export interface SandboxTokenOwner {
   userId: string;
 }
 
+/**
+ * Who vouches for a token: the agent key that minted it, or the web console session whose
+ * preview chat it serves. Revoking the key, or signing out, ends the token.
+ */
+export type SandboxTokenIssuer = { apiKeyId: string } | { consoleSessionId: string };
+
 export interface MintSandboxTokenRequest {
   owner: SandboxTokenOwner;
-  /** The agent key minting the token; its revocation ends the token. */
-  apiKeyId: string;
+  issuer: SandboxTokenIssuer;
   audience: string;
   ttlSeconds: number;
   permissions: readonly Permission[];
@@ -102,7 +107,8 @@ export async function mintSandboxToken(
       tenant_id: owner.tenantId,
       agent_id: owner.agentId,
       user_id: owner.userId,
-      api_key_id: request.apiKeyId,
+      api_key_id: 'apiKeyId' in request.issuer ? request.issuer.apiKeyId : null,
+      console_session_id: 'consoleSessionId' in request.issuer ? request.issuer.consoleSessionId : null,
       token_hash: hashToken(token),
       audience: request.audience,
       permissions,
@@ -118,6 +124,7 @@ export async function mintSandboxToken(
 /** What a live token grants: its owner, the minting key, its permissions and tools. */
 export interface ActiveSandboxToken extends SandboxTokenOwner {
   tokenId: string;
+  /** The minting key's id, or `console:<session id>` for a console preview's token. */
   keyId: string;
   /** The token's permissions, never more than the minting key still has. */
   permissions: Permission[];
@@ -135,38 +142,56 @@ export async function findActiveSandboxToken(
   expected: { audience: string; now?: number },
 ): Promise<ActiveSandboxToken | undefined> {
   if (!TOKEN_PATTERN.test(token)) return undefined;
+  const now = expected.now ?? Date.now();
   const row = await db
     .selectFrom('sandbox_tokens')
-    .innerJoin('api_keys', 'api_keys.id', 'sandbox_tokens.api_key_id')
+    .leftJoin('api_keys', 'api_keys.id', 'sandbox_tokens.api_key_id')
+    .leftJoin('console_sessions', 'console_sessions.id', 'sandbox_tokens.console_session_id')
     .select([
       'sandbox_tokens.id as id',
       'sandbox_tokens.tenant_id as tenant_id',
       'sandbox_tokens.agent_id as agent_id',
       'sandbox_tokens.user_id as user_id',
       'sandbox_tokens.api_key_id as api_key_id',
+      'sandbox_tokens.console_session_id as console_session_id',
       'sandbox_tokens.audience as audience',
       'sandbox_tokens.permissions as permissions',
       'sandbox_tokens.tools as tools',
       'sandbox_tokens.expires_at as expires_at',
       'api_keys.permissions as key_permissions',
       'api_keys.agent_id as key_agent_id',
+      'api_keys.revoked_at as key_revoked_at',
+      'console_sessions.expires_at as session_expires_at',
     ])
     .where('sandbox_tokens.token_hash', '=', hashToken(token))
     .where('sandbox_tokens.revoked_at', 'is', null)
-    .where('api_keys.revoked_at', 'is', null)
     .executeTakeFirst();
   if (!row) return undefined;
   if (row.audience !== expected.audience) return undefined;
-  if (Number(row.expires_at) <= (expected.now ?? Date.now())) return undefined;
-  if (row.key_agent_id !== row.agent_id) return undefined;
-  const keyPermissions = parsePermissions(row.key_permissions);
+  if (Number(row.expires_at) <= now) return undefined;
+  let keyId: string;
+  let issuerPermissions: Permission[];
+  if (row.api_key_id !== null) {
+    // The minting key must still exist, be live and belong to the token's agent.
+    if (row.key_permissions === null || row.key_revoked_at !== null || row.key_agent_id !== row.agent_id) {
+      return undefined;
+    }
+    keyId = row.api_key_id;
+    issuerPermissions = parsePermissions(row.key_permissions);
+  } else {
+    // A console preview's token lives only as long as its (unexpired) session.
+    if (row.console_session_id === null || row.session_expires_at === null) return undefined;
+    if (Number(row.session_expires_at) <= now) return undefined;
+    keyId = `console:${row.console_session_id}`;
+    issuerPermissions = parsePermissions(row.permissions);
+  }
   return {
     tokenId: row.id,
     tenantId: row.tenant_id,
     agentId: row.agent_id,
     userId: row.user_id,
-    keyId: row.api_key_id,
-    permissions: parsePermissions(row.permissions).filter((permission) => keyPermissions.includes(permission)),
+    keyId,
+    permissions: parsePermissions(row.permissions).filter((permission) => issuerPermissions.includes(permission)),
     tools: row.tools === null ? [...SANDBOX_TOOL_NAMES] : canonicalTools(JSON.parse(row.tools) as SandboxToolName[]),
   };
 }

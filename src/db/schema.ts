@@ -112,13 +112,24 @@ export interface ChatsTable {
   updated_at: number;
 }
 
+/** A signed-in web console session; the cookie carries the secret, the row only its SHA-256. */
+export interface ConsoleSessionsTable {
+  /** `cs_…`: named in the audit log (`console:<id>`) and in the preview user `console-preview:<id>`. */
+  id: string;
+  secret_hash: string;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface SandboxTokensTable {
   id: string;
   tenant_id: string;
   agent_id: string;
   user_id: string;
   /** The agent key that minted the token: revoking or deleting it ends the token too. */
-  api_key_id: string;
+  api_key_id: string | null;
+  /** Or the console session whose preview chat it serves: signing out ends the token. */
+  console_session_id: string | null;
   /** SHA-256 (hex) of the whole token; the token itself is never stored. */
   token_hash: string;
   /** The MCP endpoint the token was minted for (`${MORDN_PUBLIC_URL}/v1/sandbox/mcp`). */
@@ -174,6 +185,7 @@ export interface DatabaseSchema {
   rate_limit_windows: RateLimitWindowsTable;
   chats: ChatsTable;
   sandbox_tokens: SandboxTokensTable;
+  console_sessions: ConsoleSessionsTable;
   artifact_downloads: ArtifactDownloadsTable;
   admin_audit: AdminAuditTable;
   tool_calls: ToolCallsTable;

@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher } from 'undici';
 import {
+  type ExchangeTransport,
   fetchWithinExchange,
   OutboundRequestError,
   positiveOr,
@@ -25,6 +26,8 @@ export interface ApiFetchOptions {
   timeoutMs?: number;
   /** Connection pool to use instead of a private undici `Agent`. */
   dispatcher?: Dispatcher;
+  /** Carries requests in process instead of over the network (see `ExchangeTransport`). */
+  transport?: ExchangeTransport;
 }
 
 /**
@@ -64,6 +67,8 @@ export interface OriginFetchOptions {
   timeoutMs: number;
   /** Connection pool to use instead of a private undici `Agent`. */
   dispatcher?: Dispatcher;
+  /** Carries requests in process instead of over the network (see `ExchangeTransport`). */
+  transport?: ExchangeTransport;
 }
 
 /**
@@ -96,7 +101,11 @@ export function createOriginFetch(options: OriginFetchOptions): typeof fetch {
       );
     }
     const exchange = startExchange(timeoutMs, request.init.signal);
-    return fetchWithinExchange(exchange, request.url, request.init, { dispatcher, maxResponseBytes });
+    return fetchWithinExchange(exchange, request.url, request.init, {
+      dispatcher,
+      maxResponseBytes,
+      transport: options.transport,
+    });
   };
 }
 

@@ -6,13 +6,17 @@ import { isSandboxEnabled } from '../agents/config-schema.js';
 import { isAnonymousUserId, rejectAnonymousUser } from '../auth/user-id.js';
 import { type ArtifactCarrier, mintArtifactCarrier, type PublishedFile } from '../chat/artifact-carrier.js';
 import type { BuiltTools, ChatRequestContext, ManagedSandboxIntegration, SandboxAvailability } from '../chat/types.js';
+import type { ExchangeTransport } from '../net/bounded-response.js';
 import { ALL_UPLOAD_TYPES, MANAGED_UPLOAD_MAX_BYTES } from '../uploads/media-types.js';
 import { createApiFetch } from './api-fetch.js';
 import { resolveApiOrigin } from './api-origin.js';
 import { mintRequestBody, requestSandboxToken } from './mint-sandbox-token.js';
 
 export interface HostedOptions {
-  /** The agent API key. It is the only credential the helper holds. */
+  /**
+   * The agent API key. It is the only credential the helper holds. `''` sends none (a `transport`
+   * that vouches for its caller; MCP then needs `mcpCredential: 'userToken'`).
+   */
   apiKey: string;
   /** The public HTTPS origin of the Mordn API. */
   baseUrl?: string;
@@ -39,6 +43,11 @@ export interface HostedOptions {
   mcpCredential?: 'agentKey' | 'userToken';
   /** Lifetime of the tokens `mcpCredential: 'userToken'` mints; default the API's (15 minutes). */
   userTokenTtlSeconds?: number;
+  /**
+   * Carries the API's requests in process instead of over the network (the service's own
+   * `app.fetch`); the origin, path, redirect and size rules still apply.
+   */
+  transport?: ExchangeTransport;
 }
 
 /** A cached token is replaced once less than this is left of it, so no call starts on a dying token. */
@@ -117,9 +126,10 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
     origin,
     allowedPaths: API_PATHS,
     ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+    ...(options.transport === undefined ? {} : { transport: options.transport }),
   });
   const headersFor = (context: ChatRequestContext) => ({
-    Authorization: `Bearer ${options.apiKey}`,
+    ...(options.apiKey === '' ? {} : { Authorization: `Bearer ${options.apiKey}` }),
     'X-Chat-User': context.userId,
     ...(options.requestId === undefined ? {} : { 'X-Request-Id': options.requestId }),
   });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../errors.js';
 import { normalizeError, problemResponse } from '../http/problem.js';
-import { positiveOr } from '../net/bounded-response.js';
+import { type ExchangeTransport, positiveOr } from '../net/bounded-response.js';
 import { createOriginFetch } from './api-fetch.js';
 import { resolveApiOrigin } from './api-origin.js';
 import {
@@ -13,7 +13,7 @@ import {
 } from './proxy-headers.js';
 
 export interface MordnHandlerOptions {
-  /** The agent API key; it stays on the server. */
+  /** The agent API key; it stays on the server. `''` sends none (a `transport` that vouches for its caller). */
   apiKey: string;
   /** The verified, signed-in user of a request (from the host's own session), or null. */
   getUserId(request: Request): string | null | undefined | Promise<string | null | undefined>;
@@ -30,6 +30,11 @@ export interface MordnHandlerOptions {
   maxStreamBytes?: number;
   /** `false` turns managed sandboxes off for this handler, whatever the agent's config says. */
   sandboxes?: false;
+  /**
+   * Carries the API's requests in process instead of over the network (the service's own
+   * `app.fetch`); the origin, path, redirect and size rules still apply.
+   */
+  transport?: ExchangeTransport;
 }
 
 export interface MordnHandler {
@@ -90,6 +95,7 @@ export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
     ],
     maxResponseBytes: positiveOr(options.maxStreamBytes, DEFAULT_MAX_STREAM_BYTES),
     timeoutMs: timeoutMs + DEADLINE_GRACE_MS,
+    ...(options.transport === undefined ? {} : { transport: options.transport }),
   });
 
   const forward = async (
@@ -100,7 +106,7 @@ export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
     const userId = await options.getUserId(request);
     if (!userId) throw new ServiceError('UNAUTHENTICATED', 'Sign in to chat.');
     const headers: Record<string, string> = {
-      Authorization: `Bearer ${options.apiKey}`,
+      ...(options.apiKey === '' ? {} : { Authorization: `Bearer ${options.apiKey}` }),
       'X-Chat-User': userId,
       ...(init.contentType ? { 'Content-Type': init.contentType } : {}),
       ...(options.sandboxes === false ? { [SANDBOXES_OFF_HEADER]: 'off' } : {}),

@@ -1,7 +1,9 @@
 import type { HttpBindings } from '@hono/node-server';
+import type { AdminActor } from '../admin/audit-log.js';
 import type { AgentPrincipal } from '../auth/permissions.js';
 import type { SandboxToolName } from '../config.js';
 import type { ErrorCode } from '../errors.js';
+import type { SignedInConsole } from './console-auth.js';
 
 /**
  * Hono environment of the service. `Bindings` are present when served by `@hono/node-server` and
@@ -13,6 +15,10 @@ export interface AppEnv {
     requestId: string;
     /** Set by the agent authentication middleware. */
     principal: AgentPrincipal;
+    /** Set by the admin authentication: the admin token's digest or the console session. */
+    adminActor: AdminActor;
+    /** Set on console routes: the signed-in session and its cookie's secret. */
+    console: SignedInConsole;
     /**
      * Set by the MCP endpoint's authentication: the sandbox tools this credential reaches (all
      * six for an agent key, the token's subset for a per-user token).

@@ -1,11 +1,14 @@
 import type { MiddlewareHandler } from 'hono';
 import type { Kysely } from 'kysely';
+import { adminTokenActor, consoleSessionActor } from '../admin/audit-log.js';
 import { authenticateAdmin, authenticateAgent } from '../auth/authenticate.js';
 import { type Permission, requirePermission } from '../auth/permissions.js';
 import { authenticateSandboxMcpCaller, type SandboxMcpResource } from '../auth/sandbox-mcp-credentials.js';
 import { rejectAnonymousUser, USER_HEADER } from '../auth/user-id.js';
 import type { DatabaseSchema } from '../db/schema.js';
 import type { AppEnv } from './app-env.js';
+import { consoleSessionOf } from './console-auth.js';
+import { trustedPrincipalOf } from './trusted-principal.js';
 
 /**
  * Every value of a request header, unmerged and exactly as received. Node's raw headers show a
@@ -35,7 +38,8 @@ export interface AgentAuthOptions {
 
 /**
  * Authenticates an agent route and checks the key's permission, then exposes the principal as
- * `c.get('principal')`. Runs on every request: revocations apply from the next one.
+ * `c.get('principal')`. Runs on every request: revocations apply from the next one. A request the
+ * service makes to itself in process may carry its principal instead (see `inProcessTransport`).
  */
 export function agentAuth(
   db: Kysely<DatabaseSchema>,
@@ -43,10 +47,13 @@ export function agentAuth(
   options: AgentAuthOptions = {},
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const principal = await authenticateAgent(db, {
-      authorization: c.req.header('Authorization'),
-      userHeaderValues: headerValues(c, USER_HEADER),
-    });
+    // The service's own in-process callers (the console preview) come with their principal.
+    const principal =
+      trustedPrincipalOf(c.env) ??
+      (await authenticateAgent(db, {
+        authorization: c.req.header('Authorization'),
+        userHeaderValues: headerValues(c, USER_HEADER),
+      }));
     requirePermission(principal, permission);
     if (options.rejectAnonymous) rejectAnonymousUser(principal.userId);
     c.set('principal', principal);
@@ -75,10 +82,22 @@ export function sandboxMcpAuth(db: Kysely<DatabaseSchema>, resource: SandboxMcpR
   };
 }
 
-/** Guards `/v1/admin/*` with the operator's bearer token (constant-time comparison). */
-export function adminAuth(adminToken: string): MiddlewareHandler<AppEnv> {
+/**
+ * Guards `/v1/admin/*` with the operator's bearer token (constant-time comparison) or, for a
+ * request without `Authorization`, a signed-in web console session (its cookie, and for a write
+ * its CSRF token). Exposes who it is as `c.get('adminActor')` for the audit log.
+ */
+export function adminAuth(adminToken: string, db: Kysely<DatabaseSchema>): MiddlewareHandler<AppEnv> {
+  const tokenActor = adminTokenActor(adminToken);
   return async (c, next) => {
-    authenticateAdmin(adminToken, c.req.header('Authorization'));
+    const authorization = c.req.header('Authorization');
+    const signedIn = authorization === undefined ? await consoleSessionOf(c, db) : undefined;
+    if (signedIn) {
+      c.set('adminActor', consoleSessionActor(signedIn.session.id));
+    } else {
+      authenticateAdmin(adminToken, authorization);
+      c.set('adminActor', tokenActor);
+    }
     await next();
   };
 }

@@ -152,6 +152,12 @@ function boundedBody(
   });
 }
 
+/**
+ * What carries an exchange instead of the network: an in-process handler (the service's own
+ * `app.fetch`) given the same URL and init. Every bound of the exchange still applies.
+ */
+export type ExchangeTransport = (url: URL, init: RequestInit) => Promise<Response>;
+
 /** Statuses whose responses cannot carry a body (the Response constructor refuses one). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
@@ -165,14 +171,18 @@ export async function fetchWithinExchange(
   exchange: Exchange,
   url: URL,
   init: RequestInit,
-  options: { dispatcher: Dispatcher; maxResponseBytes: number },
+  options: { dispatcher: Dispatcher; maxResponseBytes: number; transport?: ExchangeTransport | undefined },
 ): Promise<Response> {
-  let response: Awaited<ReturnType<typeof undiciFetch>>;
+  let response: Response | Awaited<ReturnType<typeof undiciFetch>>;
   try {
-    // The global and undici RequestInit types describe the same fetch standard but differ in
-    // detail (undici adds `dispatcher`); the fields set here are the ones both accept.
-    const undiciInit = { ...init, signal: exchange.signal, redirect: 'manual', dispatcher: options.dispatcher };
-    response = await undiciFetch(url, undiciInit as UndiciRequestInit);
+    if (options.transport) {
+      response = await options.transport(url, { ...init, signal: exchange.signal, redirect: 'manual' });
+    } else {
+      // The global and undici RequestInit types describe the same fetch standard but differ in
+      // detail (undici adds `dispatcher`); the fields set here are the ones both accept.
+      const undiciInit = { ...init, signal: exchange.signal, redirect: 'manual', dispatcher: options.dispatcher };
+      response = await undiciFetch(url, undiciInit as UndiciRequestInit);
+    }
   } catch (error) {
     exchange.settle();
     throw error;

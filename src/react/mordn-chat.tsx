@@ -24,6 +24,11 @@ export interface MordnChatProps {
   label?: string;
   /** Extra classes on the root element (which always has `mordn-chat`). */
   className?: string;
+  /**
+   * Headers sent with every request the component makes (chat, uploads, history, bootstrap), e.g.
+   * a CSRF token your endpoint asks for. Never put a credential here that the page must not hold.
+   */
+  headers?: Record<string, string>;
 }
 
 const ROLE_NAMES: Partial<Record<UIMessage['role'], string>> = { user: 'You', assistant: 'Assistant' };
@@ -49,14 +54,18 @@ export function MordnChat({
   placeholder = 'Ask about your files…',
   label = 'Chat',
   className,
+  headers,
 }: MordnChatProps) {
   const ids = useId();
-  const transport = useMemo(() => new DefaultChatTransport({ api }), [api]);
+  // One identity per distinct set of headers, so a new object literal each render changes nothing.
+  const headerKey = JSON.stringify(headers ?? {});
+  const sent = useMemo(() => JSON.parse(headerKey) as Record<string, string>, [headerKey]);
+  const transport = useMemo(() => new DefaultChatTransport({ api, headers: sent }), [api, sent]);
   const [announcement, setAnnouncement] = useState('');
   const [input, setInput] = useState('');
   const messageBox = useRef<HTMLTextAreaElement>(null);
   const end = useRef<HTMLLIElement>(null);
-  const attachments = useAttachments(api);
+  const attachments = useAttachments(api, sent);
   const features = attachments.features;
 
   const { messages, setMessages, sendMessage, status, error, stop, clearError } = useChat({
@@ -81,7 +90,7 @@ export function MordnChat({
   useEffect(() => {
     if (chatId === undefined) return;
     let current = true;
-    fetch(`${api}?chatId=${encodeURIComponent(chatId)}`)
+    fetch(`${api}?chatId=${encodeURIComponent(chatId)}`, { headers: sent })
       .then(async (response) => {
         if (current && response.ok) setMessages((await response.json()).messages);
       })
@@ -91,7 +100,7 @@ export function MordnChat({
     return () => {
       current = false;
     };
-  }, [api, chatId, setMessages]);
+  }, [api, chatId, sent, setMessages]);
 
   const problem = error ? chatProblemOf(error) : undefined;
   const problemMessage = problem?.message;

@@ -26,12 +26,14 @@ export interface Attachments {
   dismissProblems: () => void;
 }
 
+const NO_HEADERS: Record<string, string> = {};
+
 /**
  * Attachments for one chat endpoint: the picker's hints from `?bootstrap`, uploads (`POST <api>`,
  * one file per request, refused early when the hints already rule a file out) and the files
  * waiting for the next message.
  */
-export function useAttachments(api: string): Attachments {
+export function useAttachments(api: string, headers: Record<string, string> = NO_HEADERS): Attachments {
   const [features, setFeatures] = useState<AttachmentFeatures>();
   const [pending, setPending] = useState<Upload[]>([]);
   const [uploading, setUploading] = useState(false);
@@ -39,7 +41,7 @@ export function useAttachments(api: string): Attachments {
 
   useEffect(() => {
     let current = true;
-    fetch(`${api}?bootstrap`)
+    fetch(`${api}?bootstrap`, { headers })
       .then((response) => (response.ok ? response.json() : undefined))
       .then((bootstrap) => {
         if (current) setFeatures(bootstrap?.features?.attachments);
@@ -50,7 +52,7 @@ export function useAttachments(api: string): Attachments {
     return () => {
       current = false;
     };
-  }, [api]);
+  }, [api, headers]);
 
   const upload = useCallback(
     async (files: File[]) => {
@@ -71,7 +73,7 @@ export function useAttachments(api: string): Attachments {
           }
           const form = new FormData();
           form.set('file', file);
-          const response = await fetch(api, { method: 'POST', body: form });
+          const response = await fetch(api, { method: 'POST', body: form, headers });
           if (!response.ok) {
             const problem = parseProblem(await response.text());
             refused.push(uploadProblemMessage(file.name, response.status, problem, accept));
@@ -88,7 +90,7 @@ export function useAttachments(api: string): Attachments {
       }
       return uploaded;
     },
-    [api, features],
+    [api, features, headers],
   );
 
   const remove = useCallback((storagePath: string) => {

@@ -6,6 +6,7 @@ import * as chats from './0004-chats.js';
 import * as sandboxTokens from './0005-sandbox-tokens.js';
 import * as artifactLifecycle from './0006-artifact-lifecycle.js';
 import * as adminAudit from './0007-admin-audit.js';
+import * as consoleSessions from './0008-console-sessions.js';
 
 /**
  * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0005-sandbox-tokens': sandboxTokens,
   '0006-artifact-lifecycle': artifactLifecycle,
   '0007-admin-audit': adminAudit,
+  '0008-console-sessions': consoleSessions,
 };
 
 export const migrationProvider: MigrationProvider = {
