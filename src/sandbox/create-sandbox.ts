@@ -11,7 +11,7 @@ import { createCachedProbe } from './readiness-probe.js';
 /** How long a readiness probe result is trusted before it is refreshed in the background. */
 const PROBE_TTL_MS = 15_000;
 
-function createBackend(config: Config): SandboxBackend {
+function createBackend(config: Config, logger: Logger): SandboxBackend {
   const { sandbox } = config;
   const workspacesDir = path.join(config.dataDir, 'workspaces');
   const quota = { maxBytes: sandbox.workspaceMaxBytes, maxFiles: sandbox.workspaceMaxFiles };
@@ -41,6 +41,7 @@ function createBackend(config: Config): SandboxBackend {
     weakLimits: sandbox.weakLimits,
     idleMs: sandbox.idleSeconds * 1000,
     warmSandboxes: sandbox.warmSandboxes,
+    onWarning: (message) => logger.warn({ backend: 'bwrap' }, message),
   });
 }
 
@@ -59,7 +60,7 @@ export function createSandboxRuntime(
       'MORDN_SANDBOX_WEAK_LIMITS=true: where the host cannot hold per-workspace cgroups and quota filesystems, sandboxes run with per-process limits only (memory, processes and disk are not bounded for the sandbox as a whole)',
     );
   }
-  const backend = options.backend ?? createBackend(config);
+  const backend = options.backend ?? createBackend(config, options.logger);
   const probe = createCachedProbe(() => backend.probe(), { ttlMs: PROBE_TTL_MS, logger: options.logger });
   return {
     backend,

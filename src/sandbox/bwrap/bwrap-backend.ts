@@ -75,6 +75,8 @@ export interface BwrapBackendOptions {
    * 10 MiB) and one mounted spare image. Default 0; needs cgroups and quota filesystems.
    */
   warmSandboxes?: number;
+  /** Told why the warm pool could not start a sandbox ahead of need (it retries by itself). */
+  onWarning?: (message: string) => void;
 }
 
 /** The limits a backend gets unless its options lower or raise them. */
@@ -236,6 +238,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     maxAgeMs: WARM_MAX_AGE_MS,
     retryMs: WARM_RETRY_MS,
     refillDelayMs: WARM_REFILL_DELAY_MS,
+    ...(options.onWarning ? { onWarning: options.onWarning } : {}),
     make: async (): Promise<WarmSandbox> => {
       const { quota } = await host();
       if (!quota) throw new Error('sandboxes started ahead of need need quota filesystems');
