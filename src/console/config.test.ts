@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { applyEdits, editsOf, startingConfig } from './config.js';
+import type { AgentConfig } from './types.js';
+
+describe('startingConfig', () => {
+  it('starts from the draft, else the published config, else the minimum', () => {
+    const draft: AgentConfig = { schemaVersion: 1, model: 'd' };
+    const published: AgentConfig = { schemaVersion: 1, model: 'p' };
+    expect(startingConfig(draft, published)).toEqual(draft);
+    expect(startingConfig(null, published)).toEqual(published);
+    expect(startingConfig(null, null)).toEqual({ schemaVersion: 1 });
+  });
+
+  it('copies, so that editing never changes the loaded config', () => {
+    const published: AgentConfig = { schemaVersion: 1, runtime: { sandbox: { enabled: false } } };
+    const copy = startingConfig(null, published);
+    expect(copy).not.toBe(published);
+    expect(copy.runtime).not.toBe(published.runtime);
+  });
+});
+
+describe('applyEdits', () => {
+  const base: AgentConfig = {
+    schemaVersion: 1,
+    instructions: 'Old.',
+    attachments: { enabled: false, accept: ['.pdf'] },
+  };
+
+  it('sets the edited fields and keeps every other field as it was', () => {
+    expect(applyEdits(base, { instructions: 'New.', model: ' gpt-4o ', sandboxEnabled: true })).toEqual({
+      schemaVersion: 1,
+      instructions: 'New.',
+      model: 'gpt-4o',
+      attachments: { enabled: false, accept: ['.pdf'] },
+      runtime: { sandbox: { enabled: true } },
+    });
+  });
+
+  it('removes an empty model and adds no sandbox switch that was never on', () => {
+    const next = applyEdits({ schemaVersion: 1, model: 'm' }, { instructions: '', model: '', sandboxEnabled: false });
+    expect(next).toEqual({ schemaVersion: 1 });
+  });
+
+  it('writes the switch off when the base had it', () => {
+    const next = applyEdits(
+      { schemaVersion: 1, runtime: { sandbox: { enabled: true } } },
+      { instructions: '', model: '', sandboxEnabled: false },
+    );
+    expect(next.runtime).toEqual({ sandbox: { enabled: false } });
+  });
+
+  it('round-trips: the edits of a config change nothing', () => {
+    const config: AgentConfig = { schemaVersion: 1, instructions: '', runtime: { sandbox: { enabled: false } } };
+    expect(applyEdits(config, editsOf(config))).toEqual(config);
+  });
+});

@@ -1,0 +1,42 @@
+/** Applying the console's editor fields to an agent configuration, keeping every other field. Pure. */
+import type { AgentConfig } from './types.js';
+
+export interface ConfigEdits {
+  instructions: string;
+  model: string;
+  sandboxEnabled: boolean;
+}
+
+/** The configuration a new draft starts from: the draft, else the published one, else the minimum. */
+export function startingConfig(draft: AgentConfig | null, published: AgentConfig | null): AgentConfig {
+  return structuredClone(draft ?? published ?? { schemaVersion: 1 });
+}
+
+export function editsOf(config: AgentConfig): ConfigEdits {
+  return {
+    instructions: typeof config.instructions === 'string' ? config.instructions : '',
+    model: typeof config.model === 'string' ? config.model : '',
+    sandboxEnabled: config.runtime?.sandbox?.enabled === true,
+  };
+}
+
+/**
+ * `base` with the edited fields set. An empty model is removed (the operator default applies); an
+ * empty instruction text is kept only if the base had one; the sandbox switch is written when it
+ * is on or the base already said.
+ */
+export function applyEdits(base: AgentConfig, edits: ConfigEdits): AgentConfig {
+  const next: AgentConfig = structuredClone(base);
+  if (edits.instructions !== '' || typeof base.instructions === 'string') next.instructions = edits.instructions;
+  const model = edits.model.trim();
+  if (model === '') delete next.model;
+  else next.model = model;
+  const hadSwitch = typeof base.runtime?.sandbox?.enabled === 'boolean';
+  if (edits.sandboxEnabled || hadSwitch) {
+    next.runtime = {
+      ...(next.runtime ?? {}),
+      sandbox: { ...(next.runtime?.sandbox ?? {}), enabled: edits.sandboxEnabled },
+    };
+  }
+  return next;
+}

@@ -1,0 +1,248 @@
+import { useEffect, useRef, useState } from 'react';
+import { segment } from '../api.js';
+import { DateTime, ErrorAlert, ListState, LoadMore, Section, StatusText, TableScroll } from '../components/ui.js';
+import { formatBytes, formatCount } from '../format.js';
+import { usePaged } from '../hooks.js';
+import { useApi } from '../session.js';
+import type { AgentWorkspace, EraseKind, ErasureCounts, ErasureReport, Page } from '../types.js';
+
+const KINDS: { value: EraseKind; label: string }[] = [
+  { value: 'uploads', label: 'Uploads' },
+  { value: 'artifacts', label: 'Artifacts' },
+  { value: 'chats', label: 'Chats' },
+];
+
+export function WorkspacesSection({ agentId }: { agentId: string }) {
+  const api = useApi();
+  const path = `/v1/admin/agents/${segment(agentId)}/workspaces`;
+  const workspaces = usePaged<AgentWorkspace>(path, (cursor) =>
+    api.get<Page<AgentWorkspace>>(path, { limit: 50, cursor }),
+  );
+  const [erasing, setErasing] = useState<string | null>(null);
+  const [status, setStatus] = useState('');
+  const [last, setLast] = useState<{ userId: string; report: ErasureReport } | null>(null);
+  const open = workspaces.items.find((workspace) => workspace.id === erasing);
+
+  return (
+    <Section title="Workspaces" description="Sandbox workspaces of this agent's users.">
+      <StatusText message={status} />
+      {last === null ? null : <ErasureResult userId={last.userId} report={last.report} />}
+      <ErrorAlert error={workspaces.error} />
+      <ListState loaded={workspaces.loaded} count={workspaces.items.length} empty="No workspaces yet." />
+      {workspaces.items.length > 0 ? (
+        <TableScroll label="Workspaces table">
+          <table className="table">
+            <thead>
+              <tr>
+                <th scope="col">Owner (user id)</th>
+                <th scope="col">Backend</th>
+                <th scope="col">Size</th>
+                <th scope="col">Files</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Deleted after</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {workspaces.items.map((workspace) => (
+                <WorkspaceRow
+                  key={workspace.id}
+                  workspace={workspace}
+                  open={erasing === workspace.id}
+                  onOpen={() => {
+                    setStatus('');
+                    setErasing(erasing === workspace.id ? null : workspace.id);
+                  }}
+                />
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      ) : null}
+      {/* Below the table, not inside its scroll region: the panel is always shown whole. */}
+      {open === undefined ? null : (
+        <ErasePanel
+          key={open.id}
+          agentId={agentId}
+          userId={open.userId}
+          onCancel={() => setErasing(null)}
+          onErased={(report) => {
+            setLast({ userId: open.userId, report });
+            setStatus(`Erase ${report.status} for ${open.userId}.`);
+            setErasing(null);
+            workspaces.reload();
+          }}
+        />
+      )}
+      <LoadMore nextCursor={workspaces.nextCursor} loading={workspaces.loading} onLoadMore={workspaces.loadMore} />
+    </Section>
+  );
+}
+
+function WorkspaceRow({ workspace, open, onOpen }: { workspace: AgentWorkspace; open: boolean; onOpen: () => void }) {
+  return (
+    <tr>
+      <td>
+        <code className="mono">{workspace.userId}</code>
+      </td>
+      <td>{workspace.backend}</td>
+      <td>{formatBytes(workspace.bytesUsed)}</td>
+      <td>
+        {workspace.fileCount === null ? <span className="muted">Not recorded</span> : formatCount(workspace.fileCount)}
+      </td>
+      <td>
+        <DateTime iso={workspace.lastUsedAt} />
+      </td>
+      <td>
+        {workspace.deleteAfter === null ? (
+          <span className="muted">Retention off</span>
+        ) : (
+          <DateTime iso={workspace.deleteAfter} />
+        )}
+      </td>
+      <td className="actions">
+        <button type="button" className="button button-small" aria-expanded={open} onClick={onOpen}>
+          Erase…
+        </button>
+      </td>
+    </tr>
+  );
+}
+
+function Counts({ counts, caption }: { counts: ErasureCounts; caption: string }) {
+  return (
+    <div>
+      <p className="counts-caption">{caption}</p>
+      <dl className="stats stats-small">
+        <div>
+          <dt>Workspaces</dt>
+          <dd>{formatCount(counts.workspaces)}</dd>
+        </div>
+        <div>
+          <dt>Uploads</dt>
+          <dd>{formatCount(counts.uploads)}</dd>
+        </div>
+        <div>
+          <dt>Artifacts</dt>
+          <dd>{formatCount(counts.artifacts)}</dd>
+        </div>
+        <div>
+          <dt>Chats</dt>
+          <dd>{formatCount(counts.chats)}</dd>
+        </div>
+      </dl>
+    </div>
+  );
+}
+
+/** Dry run first (re-run whenever the included kinds change), then "Erase now". */
+function ErasePanel({
+  agentId,
+  userId,
+  onErased,
+  onCancel,
+}: {
+  agentId: string;
+  userId: string;
+  onErased: (report: ErasureReport) => void;
+  onCancel: () => void;
+}) {
+  const api = useApi();
+  const path = `/v1/admin/agents/${segment(agentId)}/users/${segment(userId)}/erase`;
+  const [include, setInclude] = useState<EraseKind[]>([]);
+  const [preview, setPreview] = useState<ErasureReport | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const started = useRef(false);
+
+  async function dryRun(kinds: EraseKind[]) {
+    setBusy(true);
+    setError(null);
+    try {
+      setPreview(await api.post<ErasureReport>(path, { dryRun: true, include: kinds }));
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  // The first dry run, once, when the panel opens.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs once on mount.
+  useEffect(() => {
+    if (started.current) return;
+    started.current = true;
+    void dryRun([]);
+  }, []);
+
+  function toggle(kind: EraseKind, on: boolean) {
+    const next = KINDS.map((each) => each.value).filter((value) => (value === kind ? on : include.includes(value)));
+    setInclude(next);
+    void dryRun(next);
+  }
+
+  async function erase() {
+    setBusy(true);
+    setError(null);
+    try {
+      onErased(await api.post<ErasureReport>(path, { dryRun: false, include }));
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const headingId = `erase-${userId}`;
+  return (
+    <div className="erase-panel">
+      <h3 id={headingId}>Erase the data of {userId}</h3>
+      <p className="muted">The workspace is always erased. Choose what else to erase for this user.</p>
+      <fieldset className="checkbox-group">
+        <legend>Also erase</legend>
+        {KINDS.map((kind) => (
+          <div className="checkbox" key={kind.value}>
+            <input
+              type="checkbox"
+              id={`${headingId}-${kind.value}`}
+              checked={include.includes(kind.value)}
+              disabled={busy}
+              onChange={(event) => toggle(kind.value, event.target.checked)}
+            />
+            <label htmlFor={`${headingId}-${kind.value}`}>{kind.label}</label>
+          </div>
+        ))}
+      </fieldset>
+      <StatusText message={busy ? 'Counting…' : ''} />
+      {preview === null ? null : <Counts counts={preview.counts} caption="A real run would erase:" />}
+      <ErrorAlert error={error} />
+      <div className="button-row">
+        <button type="button" className="button button-danger" onClick={erase} disabled={busy || preview === null}>
+          Erase now
+        </button>
+        <button type="button" className="button" onClick={onCancel} disabled={busy}>
+          Cancel
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function ErasureResult({ userId, report }: { userId: string; report: ErasureReport }) {
+  return (
+    <div className={report.status === 'complete' ? 'callout callout-success' : 'callout callout-warning'}>
+      <p>
+        <strong>
+          Erase {report.status} for <code className="mono">{userId}</code>.
+        </strong>{' '}
+        {report.status === 'partial'
+          ? 'Some data could not be erased yet; erase again to finish.'
+          : 'Nothing of the included kinds remains.'}
+      </p>
+      <Counts counts={report.counts} caption="Erased:" />
+      <Counts counts={report.remaining} caption="Remaining:" />
+    </div>
+  );
+}

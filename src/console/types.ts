@@ -1,0 +1,120 @@
+/** The admin API's shapes the console reads (see openapi/openapi.json). */
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface ConsoleSession {
+  sessionId: string;
+  csrfToken: string;
+  expiresAt: string;
+}
+
+export interface TenantRecord {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface AgentRecord {
+  id: string;
+  tenantId: string;
+  name: string;
+  createdAt: string;
+}
+
+export type Permission = 'read' | 'write';
+
+export interface ApiKeyItem {
+  id: string;
+  permissions: Permission[];
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface CreatedApiKey {
+  id: string;
+  key: string;
+  permissions: Permission[];
+}
+
+/** An agent configuration. Fields the console does not edit are kept exactly as they were. */
+export interface AgentConfig {
+  schemaVersion: 1;
+  model?: string;
+  instructions?: string;
+  attachments?: { enabled?: boolean; accept?: string[]; maxBytes?: number };
+  runtime?: { sandbox?: { enabled: boolean } };
+  [field: string]: unknown;
+}
+
+export interface AgentConfigState {
+  draft: AgentConfig | null;
+  published: AgentConfig | null;
+}
+
+export interface AgentWorkspace {
+  id: string;
+  userId: string;
+  backend: string;
+  bytesUsed: number;
+  fileCount: number | null;
+  lastUsedAt: string;
+  deleteAfter: string | null;
+}
+
+export type EraseKind = 'uploads' | 'artifacts' | 'chats';
+
+export interface ErasureCounts {
+  workspaces: number;
+  uploads: number;
+  artifacts: number;
+  chats: number;
+}
+
+export interface ErasureReport {
+  dryRun: boolean;
+  counts: ErasureCounts;
+  remaining: ErasureCounts;
+  status: 'complete' | 'partial';
+}
+
+export interface TenantUsage {
+  tenantId: string;
+  from: string;
+  to: string;
+  toolCalls: number;
+  execSeconds: number;
+  bytesStored: number;
+  chats: number;
+  downloads: number;
+}
+
+export interface AdminAuditEntry {
+  id: string;
+  at: string;
+  actor: string;
+  method: string;
+  route: string;
+  target: Record<string, string>;
+  requestId: string;
+  status: number;
+  outcome: 'ok' | 'failed';
+}
+
+export type CheckResult = 'ok' | 'failed' | 'timeout';
+
+export interface ConsoleStatus {
+  version: string;
+  readiness: {
+    status: 'ready' | 'unavailable' | 'draining';
+    checks: Record<string, CheckResult>;
+    reasons?: Record<string, string>;
+  };
+  sandbox: { operatorEnabled: boolean; backend: string | null; containment: string | null };
+  storage: { driver: string };
+  database: { dialect: string };
+  model: { configured: boolean; provider: string | null; modelId: string | null };
+}
