@@ -37,6 +37,9 @@ describe('the packed library, as installed in the Next.js example', () => {
     // Only what `files` ships: no sources, no tests.
     expect(existsSync(path.join(installed, 'src', 'chat'))).toBe(false);
     expect(existsSync(path.join(installed, 'test'))).toBe(false);
+    expect(existsSync(path.join(installed, 'src', 'console'))).toBe(false);
+    // The web console ships built: its page and assets, nothing fetched from elsewhere at run time.
+    expect(existsSync(path.join(installed, 'dist', 'console', 'index.html'))).toBe(true);
 
     const require = createRequire(path.join(exampleDir, 'package.json'));
     for (const entry of ['mordn/server', 'mordn/server/hosted', 'mordn/app']) {
