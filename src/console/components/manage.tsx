@@ -1,8 +1,11 @@
 /** Rename and delete controls shared by the tenant and agent pages. */
-import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { useAction } from '../action.js';
 import { ApiError, errorMessage } from '../api.js';
-import { StatusText } from './ui.js';
+import { NameField } from './name-form.js';
+import { Section, StatusText } from './ui.js';
 
+/** Renames to the trimmed name, announcing "Renamed to …"; disabled while the name is unchanged. */
 export function RenameForm({
   label,
   button,
@@ -14,41 +17,22 @@ export function RenameForm({
   current: string;
   onRename: (name: string) => Promise<void>;
 }) {
-  const id = useId();
   const [name, setName] = useState(current);
-  const [busy, setBusy] = useState(false);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, status, error, setStatus, run } = useAction();
 
-  async function submit(event: FormEvent<HTMLFormElement>) {
+  function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const trimmed = name.trim();
     if (trimmed === '') return;
-    setBusy(true);
-    setError(null);
-    setStatus('');
-    try {
+    void run(async () => {
       await onRename(trimmed);
       setStatus(`Renamed to ${trimmed}.`);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
     <form className="inline-form" onSubmit={submit}>
-      <div className="field">
-        <label htmlFor={`${id}-name`}>{label}</label>
-        <input
-          id={`${id}-name`}
-          value={name}
-          required
-          maxLength={200}
-          onChange={(event) => setName(event.target.value)}
-        />
-      </div>
+      <NameField label={label} value={name} onChange={setName} />
       <button type="submit" className="button" disabled={busy || name.trim() === '' || name.trim() === current}>
         {button}
       </button>
@@ -59,6 +43,31 @@ export function RenameForm({
         </div>
       )}
     </form>
+  );
+}
+
+const NOUNS = { tenant: 'Tenant', agent: 'Agent' } as const;
+
+/** The "Settings" section of a tenant's or agent's page: rename, then delete. */
+export function SettingsSection({
+  noun,
+  current,
+  explanation,
+  onRename,
+  onDelete,
+}: {
+  noun: 'tenant' | 'agent';
+  current: string;
+  explanation: string;
+  onRename: (name: string) => Promise<void>;
+  onDelete: (force: boolean) => Promise<void>;
+}) {
+  return (
+    <Section title="Settings">
+      <RenameForm label={`${NOUNS[noun]} name`} button={`Rename ${noun}`} current={current} onRename={onRename} />
+      <h3>Delete</h3>
+      <DeleteControl noun={noun} explanation={explanation} onDelete={onDelete} />
+    </Section>
   );
 }
 

@@ -95,6 +95,25 @@ export function ListState({ loaded, empty, count }: { loaded: boolean; empty: st
   return null;
 }
 
+/** A section's "Refresh" action, disabled while it loads. */
+export function RefreshButton({ loading, onRefresh }: { loading: boolean; onRefresh: () => void }) {
+  return (
+    <button type="button" className="button" onClick={onRefresh} disabled={loading}>
+      Refresh
+    </button>
+  );
+}
+
+/** One term and its description in a `<dl>`. */
+export function Term({ term, children }: { term: string; children: ReactNode }) {
+  return (
+    <div>
+      <dt>{term}</dt>
+      <dd>{children}</dd>
+    </div>
+  );
+}
+
 export function Badge({ tone, children }: { tone: 'ok' | 'bad' | 'warn' | 'neutral'; children: ReactNode }) {
   return <span className={`badge badge-${tone}`}>{children}</span>;
 }

@@ -1,5 +1,7 @@
 import { type ReactNode, useId, useState } from 'react';
+import { useAction } from '../action.js';
 import { segment } from '../api.js';
+import { ResourceView } from '../components/resource-view.js';
 import { ErrorAlert, Section, StatusText } from '../components/ui.js';
 import { applyEdits, type ConfigEdits, editsOf, startingConfig } from '../config.js';
 import { describeDiff } from '../diff.js';
@@ -16,14 +18,9 @@ export function ConfigSection({ agentId }: { agentId: string }) {
       title="Configuration"
       description="Edit the draft, then publish it. Integrators' chats use the published configuration."
     >
-      <ErrorAlert error={config.error} />
-      {config.data === undefined ? (
-        config.loading ? (
-          <p className="muted">Loading…</p>
-        ) : null
-      ) : (
-        <ConfigEditor path={path} state={config.data} onChange={config.set} />
-      )}
+      <ResourceView resource={config}>
+        {(data) => <ConfigEditor path={path} state={data} onChange={config.set} />}
+      </ResourceView>
     </Section>
   );
 }
@@ -41,9 +38,7 @@ function ConfigEditor({
   const id = useId();
   const base = startingConfig(state.draft, state.published);
   const [edits, setEdits] = useState<ConfigEdits>(() => editsOf(base));
-  const [busy, setBusy] = useState(false);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, status, error, setStatus, run } = useAction();
 
   const next = applyEdits(base, edits);
   const unsaved = state.draft === null || JSON.stringify(next) !== JSON.stringify(state.draft);
@@ -53,35 +48,21 @@ function ConfigEditor({
     setStatus('');
   }
 
-  async function save() {
-    setBusy(true);
-    setError(null);
-    setStatus('');
-    try {
+  function save() {
+    void run(async () => {
       const saved = await api.put<{ draft: AgentConfig }>(path, next);
       onChange({ ...state, draft: saved.draft });
       setEdits(editsOf(saved.draft));
       setStatus('Draft saved.');
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
-  async function publish() {
-    setBusy(true);
-    setError(null);
-    setStatus('');
-    try {
+  function publish() {
+    void run(async () => {
       const done = await api.post<{ published: AgentConfig }>(`${path}/publish`);
       onChange({ ...state, published: done.published });
       setStatus('Published.');
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (

@@ -1,18 +1,11 @@
 import { type FormEvent, useId, useRef, useState } from 'react';
+import { useAction } from '../action.js';
 import { segment } from '../api.js';
-import {
-  Badge,
-  DateTime,
-  ErrorAlert,
-  ListState,
-  LoadMore,
-  Section,
-  StatusText,
-  TableScroll,
-} from '../components/ui.js';
-import { usePaged } from '../hooks.js';
+import { PagedTable } from '../components/paged-table.js';
+import { Badge, DateTime, ErrorAlert, Section, StatusText } from '../components/ui.js';
+import { useApiList } from '../lists.js';
 import { useApi } from '../session.js';
-import type { ApiKeyItem, CreatedApiKey, Page, Permission } from '../types.js';
+import type { ApiKeyItem, CreatedApiKey, Permission } from '../types.js';
 
 const PERMISSIONS: { value: Permission; hint: string }[] = [
   { value: 'read', hint: 'history, downloads, bootstrap' },
@@ -23,36 +16,27 @@ export function KeysSection({ agentId }: { agentId: string }) {
   const api = useApi();
   const id = useId();
   const path = `/v1/admin/agents/${segment(agentId)}/keys`;
-  const keys = usePaged<ApiKeyItem>(path, (cursor) => api.get<Page<ApiKeyItem>>(path, { limit: 50, cursor }));
+  const keys = useApiList<ApiKeyItem>(path);
   const [permissions, setPermissions] = useState<Record<Permission, boolean>>({ read: true, write: true });
   const [created, setCreated] = useState<CreatedApiKey | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, status, error, setStatus, setError, run } = useAction();
   const secret = useRef<HTMLInputElement>(null);
 
   const chosen = PERMISSIONS.map((each) => each.value).filter((value) => permissions[value]);
 
-  async function create(event: FormEvent<HTMLFormElement>) {
+  function create(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     if (chosen.length === 0) {
       setError('Choose at least one permission.');
       return;
     }
-    setBusy(true);
-    setError(null);
-    setStatus('');
-    setCreated(null);
-    try {
+    void run(async () => {
+      setCreated(null);
       const key = await api.post<CreatedApiKey>(path, { permissions: chosen });
       setCreated(key);
       setStatus('Key created.');
       keys.reload();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   async function copy() {
@@ -128,63 +112,57 @@ export function KeysSection({ agentId }: { agentId: string }) {
       )}
       <StatusText message={status} />
       <ErrorAlert error={error} />
-      <ErrorAlert error={keys.error} />
-      <ListState loaded={keys.loaded} count={keys.items.length} empty="No keys yet." />
-      {keys.items.length > 0 ? (
-        <TableScroll label="Keys table">
-          <table className="table">
-            <thead>
-              <tr>
-                <th scope="col">Key ID</th>
-                <th scope="col">Permissions</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Status</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.items.map((key) => (
-                <tr key={key.id}>
-                  <td>
-                    <code className="mono">{key.id}</code>
-                  </td>
-                  <td>{key.permissions.join(', ')}</td>
-                  <td>
-                    <DateTime iso={key.createdAt} />
-                  </td>
-                  <td>
-                    {key.lastUsedAt === null ? <span className="muted">Never</span> : <DateTime iso={key.lastUsedAt} />}
-                  </td>
-                  <td>
-                    {key.revokedAt === null ? (
-                      <Badge tone="ok">Active</Badge>
-                    ) : (
-                      <>
-                        <Badge tone="neutral">Revoked</Badge> <DateTime iso={key.revokedAt} />
-                      </>
-                    )}
-                  </td>
-                  <td className="actions">
-                    {key.revokedAt === null ? (
-                      <button
-                        type="button"
-                        className="button button-small button-danger-outline"
-                        onClick={() => revoke(key.id)}
-                      >
-                        Revoke
-                      </button>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
-      ) : null}
-      <LoadMore nextCursor={keys.nextCursor} loading={keys.loading} onLoadMore={keys.loadMore} />
+      <PagedTable
+        list={keys}
+        label="Keys table"
+        empty="No keys yet."
+        head={
+          <>
+            <th scope="col">Key ID</th>
+            <th scope="col">Permissions</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">Status</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </>
+        }
+        row={(key) => (
+          <tr key={key.id}>
+            <td>
+              <code className="mono">{key.id}</code>
+            </td>
+            <td>{key.permissions.join(', ')}</td>
+            <td>
+              <DateTime iso={key.createdAt} />
+            </td>
+            <td>
+              {key.lastUsedAt === null ? <span className="muted">Never</span> : <DateTime iso={key.lastUsedAt} />}
+            </td>
+            <td>
+              {key.revokedAt === null ? (
+                <Badge tone="ok">Active</Badge>
+              ) : (
+                <>
+                  <Badge tone="neutral">Revoked</Badge> <DateTime iso={key.revokedAt} />
+                </>
+              )}
+            </td>
+            <td className="actions">
+              {key.revokedAt === null ? (
+                <button
+                  type="button"
+                  className="button button-small button-danger-outline"
+                  onClick={() => revoke(key.id)}
+                >
+                  Revoke
+                </button>
+              ) : null}
+            </td>
+          </tr>
+        )}
+      />
     </Section>
   );
 }

@@ -1,10 +1,12 @@
 import { useEffect, useRef, useState } from 'react';
+import { useAction } from '../action.js';
 import { segment } from '../api.js';
-import { DateTime, ErrorAlert, ListState, LoadMore, Section, StatusText, TableScroll } from '../components/ui.js';
+import { PagedTable } from '../components/paged-table.js';
+import { DateTime, ErrorAlert, Section, StatusText, Term } from '../components/ui.js';
 import { formatBytes, formatCount } from '../format.js';
-import { usePaged } from '../hooks.js';
+import { useApiList } from '../lists.js';
 import { useApi } from '../session.js';
-import type { AgentWorkspace, EraseKind, ErasureCounts, ErasureReport, Page } from '../types.js';
+import type { AgentWorkspace, EraseKind, ErasureCounts, ErasureReport } from '../types.js';
 
 const KINDS: { value: EraseKind; label: string }[] = [
   { value: 'uploads', label: 'Uploads' },
@@ -13,11 +15,8 @@ const KINDS: { value: EraseKind; label: string }[] = [
 ];
 
 export function WorkspacesSection({ agentId }: { agentId: string }) {
-  const api = useApi();
   const path = `/v1/admin/agents/${segment(agentId)}/workspaces`;
-  const workspaces = usePaged<AgentWorkspace>(path, (cursor) =>
-    api.get<Page<AgentWorkspace>>(path, { limit: 50, cursor }),
-  );
+  const workspaces = useApiList<AgentWorkspace>(path);
   const [erasing, setErasing] = useState<string | null>(null);
   const [status, setStatus] = useState('');
   const [last, setLast] = useState<{ userId: string; report: ErasureReport } | null>(null);
@@ -27,56 +26,52 @@ export function WorkspacesSection({ agentId }: { agentId: string }) {
     <Section title="Workspaces" description="Sandbox workspaces of this agent's users.">
       <StatusText message={status} />
       {last === null ? null : <ErasureResult userId={last.userId} report={last.report} />}
-      <ErrorAlert error={workspaces.error} />
-      <ListState loaded={workspaces.loaded} count={workspaces.items.length} empty="No workspaces yet." />
-      {workspaces.items.length > 0 ? (
-        <TableScroll label="Workspaces table">
-          <table className="table">
-            <thead>
-              <tr>
-                <th scope="col">Owner (user id)</th>
-                <th scope="col">Backend</th>
-                <th scope="col">Size</th>
-                <th scope="col">Files</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Deleted after</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {workspaces.items.map((workspace) => (
-                <WorkspaceRow
-                  key={workspace.id}
-                  workspace={workspace}
-                  open={erasing === workspace.id}
-                  onOpen={() => {
-                    setStatus('');
-                    setErasing(erasing === workspace.id ? null : workspace.id);
-                  }}
-                />
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
-      ) : null}
-      {/* Below the table, not inside its scroll region: the panel is always shown whole. */}
-      {open === undefined ? null : (
-        <ErasePanel
-          key={open.id}
-          agentId={agentId}
-          userId={open.userId}
-          onCancel={() => setErasing(null)}
-          onErased={(report) => {
-            setLast({ userId: open.userId, report });
-            setStatus(`Erase ${report.status} for ${open.userId}.`);
-            setErasing(null);
-            workspaces.reload();
-          }}
-        />
-      )}
-      <LoadMore nextCursor={workspaces.nextCursor} loading={workspaces.loading} onLoadMore={workspaces.loadMore} />
+      <PagedTable
+        list={workspaces}
+        label="Workspaces table"
+        empty="No workspaces yet."
+        head={
+          <>
+            <th scope="col">Owner (user id)</th>
+            <th scope="col">Backend</th>
+            <th scope="col">Size</th>
+            <th scope="col">Files</th>
+            <th scope="col">Last used</th>
+            <th scope="col">Deleted after</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </>
+        }
+        row={(workspace) => (
+          <WorkspaceRow
+            key={workspace.id}
+            workspace={workspace}
+            open={erasing === workspace.id}
+            onOpen={() => {
+              setStatus('');
+              setErasing(erasing === workspace.id ? null : workspace.id);
+            }}
+          />
+        )}
+        below={
+          // Below the table, not inside its scroll region: the panel is always shown whole.
+          open === undefined ? null : (
+            <ErasePanel
+              key={open.id}
+              agentId={agentId}
+              userId={open.userId}
+              onCancel={() => setErasing(null)}
+              onErased={(report) => {
+                setLast({ userId: open.userId, report });
+                setStatus(`Erase ${report.status} for ${open.userId}.`);
+                setErasing(null);
+                workspaces.reload();
+              }}
+            />
+          )
+        }
+      />
     </Section>
   );
 }
@@ -116,22 +111,10 @@ function Counts({ counts, caption }: { counts: ErasureCounts; caption: string })
     <div>
       <p className="counts-caption">{caption}</p>
       <dl className="stats stats-small">
-        <div>
-          <dt>Workspaces</dt>
-          <dd>{formatCount(counts.workspaces)}</dd>
-        </div>
-        <div>
-          <dt>Uploads</dt>
-          <dd>{formatCount(counts.uploads)}</dd>
-        </div>
-        <div>
-          <dt>Artifacts</dt>
-          <dd>{formatCount(counts.artifacts)}</dd>
-        </div>
-        <div>
-          <dt>Chats</dt>
-          <dd>{formatCount(counts.chats)}</dd>
-        </div>
+        <Term term="Workspaces">{formatCount(counts.workspaces)}</Term>
+        <Term term="Uploads">{formatCount(counts.uploads)}</Term>
+        <Term term="Artifacts">{formatCount(counts.artifacts)}</Term>
+        <Term term="Chats">{formatCount(counts.chats)}</Term>
       </dl>
     </div>
   );
@@ -153,20 +136,13 @@ function ErasePanel({
   const path = `/v1/admin/agents/${segment(agentId)}/users/${segment(userId)}/erase`;
   const [include, setInclude] = useState<EraseKind[]>([]);
   const [preview, setPreview] = useState<ErasureReport | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const started = useRef(false);
 
-  async function dryRun(kinds: EraseKind[]) {
-    setBusy(true);
-    setError(null);
-    try {
+  function dryRun(kinds: EraseKind[]) {
+    return run(async () => {
       setPreview(await api.post<ErasureReport>(path, { dryRun: true, include: kinds }));
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   // The first dry run, once, when the panel opens.
@@ -183,16 +159,10 @@ function ErasePanel({
     void dryRun(next);
   }
 
-  async function erase() {
-    setBusy(true);
-    setError(null);
-    try {
+  function erase() {
+    void run(async () => {
       onErased(await api.post<ErasureReport>(path, { dryRun: false, include }));
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   const headingId = `erase-${userId}`;

@@ -1,6 +1,7 @@
 import { segment } from '../api.js';
-import { DeleteControl, RenameForm } from '../components/manage.js';
-import { DateTime, ErrorAlert, PageHeading, Section } from '../components/ui.js';
+import { DetailPage } from '../components/detail-page.js';
+import { SettingsSection } from '../components/manage.js';
+import { DateTime, Term } from '../components/ui.js';
 import { useNavigateWithMessage } from '../flash.js';
 import { useDocumentTitle, useResource } from '../hooks.js';
 import { href } from '../router.js';
@@ -35,65 +36,42 @@ export function AgentPage({ agentId }: { agentId: string }) {
   }
 
   return (
-    <>
-      <nav aria-label="Breadcrumb" className="breadcrumb">
-        <ol>
-          <li>
-            <a href="#/tenants">Tenants</a>
-          </li>
-          {tenantId === undefined ? null : (
-            <li>
-              <a href={href({ page: 'tenant', tenantId })}>{tenant.data?.name ?? tenantId}</a>
-            </li>
-          )}
-          <li aria-current="page">{name === '' ? agentId : name}</li>
-        </ol>
-      </nav>
-      <PageHeading>{name === '' ? 'Agent' : name}</PageHeading>
-      <ErrorAlert error={agent.error} />
-      {agent.data === undefined ? (
-        agent.loading ? (
-          <p className="muted">Loading…</p>
-        ) : null
-      ) : (
+    <DetailPage
+      crumbs={
+        tenantId === undefined
+          ? []
+          : [{ href: href({ page: 'tenant', tenantId }), label: tenant.data?.name ?? tenantId }]
+      }
+      current={name === '' ? agentId : name}
+      title={name === '' ? 'Agent' : name}
+      record={agent}
+    >
+      {(data) => (
         <>
           <dl className="meta">
-            <div>
-              <dt>ID</dt>
-              <dd>
-                <code className="mono">{agent.data.id}</code>
-              </dd>
-            </div>
-            <div>
-              <dt>Tenant</dt>
-              <dd>
-                <a href={href({ page: 'tenant', tenantId: agent.data.tenantId })}>
-                  {tenant.data?.name ?? agent.data.tenantId}
-                </a>
-              </dd>
-            </div>
-            <div>
-              <dt>Created</dt>
-              <dd>
-                <DateTime iso={agent.data.createdAt} />
-              </dd>
-            </div>
+            <Term term="ID">
+              <code className="mono">{data.id}</code>
+            </Term>
+            <Term term="Tenant">
+              <a href={href({ page: 'tenant', tenantId: data.tenantId })}>{tenant.data?.name ?? data.tenantId}</a>
+            </Term>
+            <Term term="Created">
+              <DateTime iso={data.createdAt} />
+            </Term>
           </dl>
           <KeysSection agentId={agentId} />
           <ConfigSection agentId={agentId} />
           <WorkspacesSection agentId={agentId} />
           <PreviewSection agentId={agentId} />
-          <Section title="Settings">
-            <RenameForm label="Agent name" button="Rename agent" current={agent.data.name} onRename={rename} />
-            <h3>Delete</h3>
-            <DeleteControl
-              noun="agent"
-              explanation="Deleting the agent removes it with its configuration and data. This cannot be undone."
-              onDelete={remove}
-            />
-          </Section>
+          <SettingsSection
+            noun="agent"
+            current={data.name}
+            explanation="Deleting the agent removes it with its configuration and data. This cannot be undone."
+            onRename={rename}
+            onDelete={remove}
+          />
         </>
       )}
-    </>
+    </DetailPage>
   );
 }

@@ -1,48 +1,23 @@
-import { type FormEvent, useId, useState } from 'react';
-import {
-  DateTime,
-  ErrorAlert,
-  ListState,
-  LoadMore,
-  PageHeading,
-  Section,
-  StatusText,
-  TableScroll,
-} from '../components/ui.js';
-import { useDocumentTitle, usePaged } from '../hooks.js';
+import { DirectoryTable } from '../components/directory-table.js';
+import { CreateByNameForm } from '../components/name-form.js';
+import { PageHeading, Section } from '../components/ui.js';
+import { useDocumentTitle } from '../hooks.js';
+import { useApiList } from '../lists.js';
 import { href } from '../router.js';
 import { useApi } from '../session.js';
-import type { Page, TenantRecord } from '../types.js';
+import type { TenantRecord } from '../types.js';
+
+const PATH = '/v1/admin/tenants';
 
 export function TenantsPage() {
   useDocumentTitle('Tenants');
   const api = useApi();
-  const id = useId();
-  const tenants = usePaged<TenantRecord>('tenants', (cursor) =>
-    api.get<Page<TenantRecord>>('/v1/admin/tenants', { limit: 50, cursor }),
-  );
-  const [name, setName] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const tenants = useApiList<TenantRecord>(PATH);
 
-  async function create(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    const trimmed = name.trim();
-    if (trimmed === '') return;
-    setBusy(true);
-    setError(null);
-    setStatus('');
-    try {
-      const created = await api.post<TenantRecord>('/v1/admin/tenants', { name: trimmed });
-      setName('');
-      setStatus(`Tenant ${created.name} created.`);
-      tenants.reload();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+  async function create(name: string): Promise<string> {
+    const created = await api.post<TenantRecord>(PATH, { name });
+    tenants.reload();
+    return `Tenant ${created.name} created.`;
   }
 
   return (
@@ -51,60 +26,15 @@ export function TenantsPage() {
         Tenants
       </PageHeading>
       <Section title="New tenant">
-        <form className="inline-form" onSubmit={create}>
-          <div className="field">
-            <label htmlFor={`${id}-name`}>Tenant name</label>
-            <input
-              id={`${id}-name`}
-              value={name}
-              required
-              maxLength={200}
-              onChange={(event) => setName(event.target.value)}
-            />
-          </div>
-          <button type="submit" className="button button-primary" disabled={busy}>
-            Create tenant
-          </button>
-        </form>
-        <StatusText message={status} />
-        <ErrorAlert error={error} />
+        <CreateByNameForm label="Tenant name" button="Create tenant" onCreate={create} />
       </Section>
       <Section title="All tenants">
-        <ErrorAlert error={tenants.error} />
-        <ListState
-          loaded={tenants.loaded}
-          count={tenants.items.length}
+        <DirectoryTable
+          list={tenants}
+          label="Tenants table"
           empty="No tenants yet. Create the first one above."
+          hrefOf={(tenant) => href({ page: 'tenant', tenantId: tenant.id })}
         />
-        {tenants.items.length > 0 ? (
-          <TableScroll label="Tenants table">
-            <table className="table">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">ID</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {tenants.items.map((tenant) => (
-                  <tr key={tenant.id}>
-                    <td>
-                      <a href={href({ page: 'tenant', tenantId: tenant.id })}>{tenant.name}</a>
-                    </td>
-                    <td>
-                      <code className="mono">{tenant.id}</code>
-                    </td>
-                    <td>
-                      <DateTime iso={tenant.createdAt} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
-        ) : null}
-        <LoadMore nextCursor={tenants.nextCursor} loading={tenants.loading} onLoadMore={tenants.loadMore} />
       </Section>
     </>
   );
