@@ -137,22 +137,27 @@ function ConfigEditor({
 
 function DiffPanel({ draft, published }: { draft: AgentConfig | null; published: AgentConfig | null }) {
   let body: ReactNode;
-  if (published === null) body = <p>Not published yet.</p>;
-  else if (draft === null) body = <p>No draft saved yet.</p>;
+  if (draft === null) body = <p>{published === null ? 'Not published yet.' : 'No draft saved yet.'}</p>;
   else {
-    const lines = describeDiff(published, draft);
-    body =
-      lines.length === 0 ? (
-        <p>Draft and published are the same.</p>
-      ) : (
-        <ul className="diff-list">
-          {lines.map((line) => (
-            <li key={line}>
-              <code className="mono">{line}</code>
-            </li>
-          ))}
-        </ul>
+    // Nothing published yet: every field of the draft is new.
+    const lines = describeDiff(published ?? {}, draft);
+    const list = (
+      <ul className="diff-list">
+        {lines.map((line) => (
+          <li key={line}>
+            <code className="mono">{line}</code>
+          </li>
+        ))}
+      </ul>
+    );
+    if (published === null) {
+      body = (
+        <>
+          <p>Not published yet.</p>
+          {lines.length > 0 ? list : null}
+        </>
       );
+    } else body = lines.length === 0 ? <p>Draft and published are the same.</p> : list;
   }
   return (
     <div className="diff-panel">

@@ -1,8 +1,8 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import { useAction } from '../action.js';
 import { segment } from '../api.js';
 import { PagedTable } from '../components/paged-table.js';
-import { DateTime, ErrorAlert, Section, StatusText, Term } from '../components/ui.js';
+import { DateTime, ErrorAlert, RefreshButton, Section, StatusText, Term } from '../components/ui.js';
 import { formatBytes, formatCount } from '../format.js';
 import { useApiList } from '../lists.js';
 import { useApi } from '../session.js';
@@ -19,13 +19,17 @@ export function WorkspacesSection({ agentId }: { agentId: string }) {
   const workspaces = useApiList<AgentWorkspace>(path);
   const [erasing, setErasing] = useState<string | null>(null);
   const [status, setStatus] = useState('');
-  const [last, setLast] = useState<{ userId: string; report: ErasureReport } | null>(null);
+  const [last, setLast] = useState<{ userId: string; report: ErasureReport; include: EraseKind[] } | null>(null);
   const open = workspaces.items.find((workspace) => workspace.id === erasing);
 
   return (
-    <Section title="Workspaces" description="Sandbox workspaces of this agent's users.">
+    <Section
+      title="Workspaces"
+      description="Sandbox workspaces of this agent's users."
+      actions={<RefreshButton loading={workspaces.loading} onRefresh={workspaces.reload} />}
+    >
       <StatusText message={status} />
-      {last === null ? null : <ErasureResult userId={last.userId} report={last.report} />}
+      {last === null ? null : <ErasureResult userId={last.userId} report={last.report} include={last.include} />}
       <PagedTable
         list={workspaces}
         label="Workspaces table"
@@ -62,8 +66,8 @@ export function WorkspacesSection({ agentId }: { agentId: string }) {
               agentId={agentId}
               userId={open.userId}
               onCancel={() => setErasing(null)}
-              onErased={(report) => {
-                setLast({ userId: open.userId, report });
+              onErased={(report, include) => {
+                setLast({ userId: open.userId, report, include });
                 setStatus(`Erase ${report.status} for ${open.userId}.`);
                 setErasing(null);
                 workspaces.reload();
@@ -106,15 +110,18 @@ function WorkspaceRow({ workspace, open, onOpen }: { workspace: AgentWorkspace; 
   );
 }
 
-function Counts({ counts, caption }: { counts: ErasureCounts; caption: string }) {
+/** The workspace and the included kinds: the only ones an erasure counts (the rest are kept). */
+function Counts({ counts, caption, include }: { counts: ErasureCounts; caption: string; include: EraseKind[] }) {
   return (
     <div>
       <p className="counts-caption">{caption}</p>
       <dl className="stats stats-small">
         <Term term="Workspaces">{formatCount(counts.workspaces)}</Term>
-        <Term term="Uploads">{formatCount(counts.uploads)}</Term>
-        <Term term="Artifacts">{formatCount(counts.artifacts)}</Term>
-        <Term term="Chats">{formatCount(counts.chats)}</Term>
+        {KINDS.filter((kind) => include.includes(kind.value)).map((kind) => (
+          <Term key={kind.value} term={kind.label}>
+            {formatCount(counts[kind.value])}
+          </Term>
+        ))}
       </dl>
     </div>
   );
@@ -129,7 +136,7 @@ function ErasePanel({
 }: {
   agentId: string;
   userId: string;
-  onErased: (report: ErasureReport) => void;
+  onErased: (report: ErasureReport, include: EraseKind[]) => void;
   onCancel: () => void;
 }) {
   const api = useApi();
@@ -161,11 +168,12 @@ function ErasePanel({
 
   function erase() {
     void run(async () => {
-      onErased(await api.post<ErasureReport>(path, { dryRun: false, include }));
+      onErased(await api.post<ErasureReport>(path, { dryRun: false, include }), include);
     });
   }
 
-  const headingId = `erase-${userId}`;
+  // User ids are the integrator's (spaces included): element ids come from React instead.
+  const headingId = useId();
   return (
     <div className="erase-panel">
       <h3 id={headingId}>Erase the data of {userId}</h3>
@@ -186,7 +194,7 @@ function ErasePanel({
         ))}
       </fieldset>
       <StatusText message={busy ? 'Counting…' : ''} />
-      {preview === null ? null : <Counts counts={preview.counts} caption="A real run would erase:" />}
+      {preview === null ? null : <Counts counts={preview.counts} caption="A real run would erase:" include={include} />}
       <ErrorAlert error={error} />
       <div className="button-row">
         <button type="button" className="button button-danger" onClick={erase} disabled={busy || preview === null}>
@@ -200,7 +208,7 @@ function ErasePanel({
   );
 }
 
-function ErasureResult({ userId, report }: { userId: string; report: ErasureReport }) {
+function ErasureResult({ userId, report, include }: { userId: string; report: ErasureReport; include: EraseKind[] }) {
   return (
     <div className={report.status === 'complete' ? 'callout callout-success' : 'callout callout-warning'}>
       <p>
@@ -211,8 +219,8 @@ function ErasureResult({ userId, report }: { userId: string; report: ErasureRepo
           ? 'Some data could not be erased yet; erase again to finish.'
           : 'Nothing of the included kinds remains.'}
       </p>
-      <Counts counts={report.counts} caption="Erased:" />
-      <Counts counts={report.remaining} caption="Remaining:" />
+      <Counts counts={report.counts} caption="Erased:" include={include} />
+      <Counts counts={report.remaining} caption="Remaining:" include={include} />
     </div>
   );
 }

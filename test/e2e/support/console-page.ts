@@ -1,0 +1,98 @@
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { packageRoot } from '../../../src/package-root.js';
+import { runCommand, toolEnvironment } from './run-command.js';
+
+/** The newest modification time of the files under `directory`, 0 when there are none. */
+async function newestMtime(directory: string): Promise<number> {
+  let newest = 0;
+  for (const entry of await readdir(directory, { withFileTypes: true }).catch(() => [])) {
+    const full = path.join(directory, entry.name);
+    const mtime = entry.isDirectory() ? await newestMtime(full) : (await stat(full)).mtimeMs;
+    newest = Math.max(newest, mtime);
+  }
+  return newest;
+}
+
+/**
+ * Builds the console SPA into dist/console with Vite when its index.html is missing or older than
+ * the sources it bundles (src/console and the chat component in src/react); answers whether it built.
+ */
+export async function ensureConsoleBuilt(): Promise<boolean> {
+  const root = packageRoot();
+  const index = path.join(root, 'dist', 'console', 'index.html');
+  const built = await stat(index).then(
+    (info) => info.mtimeMs,
+    () => 0,
+  );
+  const sources = Math.max(
+    await newestMtime(path.join(root, 'src', 'console')),
+    await newestMtime(path.join(root, 'src', 'react')),
+  );
+  if (built > sources) return false;
+  await runCommand(
+    path.join(root, 'node_modules', '.bin', 'vite'),
+    ['build', '--config', 'src/console/vite.config.ts'],
+    {
+      cwd: root,
+      env: toolEnvironment(),
+    },
+  );
+  return true;
+}
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: unknown[] }>;
+}
+
+/**
+ * The serious and critical axe-core violations of `url`, opened in `context` once `ready` (a
+ * locator of the loaded page) is visible. `context` must have `bypassCSP`: the console's CSP
+ * (`script-src 'self'`) blocks `addScriptTag`. (`page.evaluate(source)` does get past it, but
+ * axe would then run under the CSP the real pages are checked against.)
+ */
+export async function seriousViolations(
+  context: BrowserContext,
+  url: string,
+  ready: (page: Page) => Locator,
+): Promise<AxeViolation[]> {
+  const source = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  const page = await context.newPage();
+  try {
+    await page.goto(url);
+    await ready(page).waitFor();
+    await page.addScriptTag({ content: source });
+    // The test program has no DOM types: the page runs these as plain expressions.
+    const violations = (await page.evaluate('axe.run().then((result) => result.violations)')) as AxeViolation[];
+    return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+  } finally {
+    await page.close();
+  }
+}
+
+/** A context for the axe pass only: the CSP is bypassed there, and only there. */
+export function axeContext(browser: Browser): Promise<BrowserContext> {
+  return browser.newContext({ bypassCSP: true });
+}
+
+/** The focused element's accessible name, as far as these tests need it: aria-label, label, or text. */
+export const FOCUSED_NAME =
+  "(() => { const active = document.activeElement; return active?.getAttribute('aria-label') ?? active?.labels?.[0]?.textContent ?? active?.textContent ?? ''; })()";
+
+/** A key-value table's value cell, by its row header (the status page). */
+export function statusValue(page: Page, header: string): Locator {
+  return page
+    .getByRole('row')
+    .filter({ has: page.getByRole('rowheader', { name: header, exact: true }) })
+    .getByRole('cell');
+}
+
+/** Escapes `text` for a RegExp. */
+export function literal(text: string): RegExp {
+  return new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+}
