@@ -1,3 +1,4 @@
+import { sweepExpiredConsoleSessions } from './admin/console-sessions.js';
 import { createApp } from './app.js';
 import { sweepDownloadAudit } from './artifacts/download-audit.js';
 import { composeDependencies } from './compose.js';
@@ -73,6 +74,20 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
     60 * 60 * 1000,
     (error) => logger.error({ err: error }, 'download audit sweep failed'),
   );
+  // Console sessions that expired unattended: their preview users' data goes hourly too.
+  const stopConsoleSweeper = config.adminToken
+    ? runPeriodically(
+        () =>
+          sweepExpiredConsoleSessions({
+            db: deps.database.db,
+            storage: deps.storage,
+            backend: deps.sandbox?.backend,
+            logger,
+          }),
+        60 * 60 * 1000,
+        (error) => logger.error({ err: error }, 'console session sweep failed'),
+      )
+    : undefined;
   const server = await startServer({
     fetch: app.fetch,
     host: config.host,
@@ -100,6 +115,7 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
     deps.lifecycle.startDraining();
     stopSweeper?.();
     stopAuditSweeper();
+    stopConsoleSweeper?.();
     try {
       await server.close(config.shutdownTimeoutMs);
       await deps.close();

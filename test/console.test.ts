@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sweepExpiredConsoleSessions } from '../src/admin/console-sessions.js';
 import { packageRoot } from '../src/package-root.js';
 import { type Json, readJson } from './support/json.js';
 import { startScriptedChatService } from './support/scripted-chat-service.js';
@@ -366,6 +367,42 @@ describe('the console preview chat', () => {
       .execute();
     expect(chats).toEqual([]);
     expect((await service.fetch(`${route}?bootstrap`, withSession(session))).status).toBe(401);
+  });
+
+  it('erases the preview of a session that expired unattended when the sweep runs', async () => {
+    const session = await signIn(service);
+    const previewUser = `console-preview:${session.sessionId}`;
+    const turn = await service.fetch(
+      `/console/api/agents/${agentId}/preview`,
+      withSession(session, { method: 'POST', body: JSON.stringify(chatBody('left-open', 'run it')) }),
+    );
+    expect(turn.status).toBe(200);
+    await readUiChunks(turn);
+    const workspacesOf = () =>
+      service.database.db.selectFrom('workspaces').select('id').where('user_id', '=', previewUser).execute();
+    expect(await workspacesOf()).toHaveLength(1);
+
+    await service.database.db
+      .updateTable('console_sessions')
+      .set({ expires_at: Date.now() - 1 })
+      .where('id', '=', session.sessionId)
+      .execute();
+    const ended = await sweepExpiredConsoleSessions({
+      db: service.database.db,
+      storage: service.deps.storage,
+      backend: service.deps.sandbox?.backend,
+      logger: service.deps.logger,
+    });
+    expect(ended).toBe(1);
+    expect(await workspacesOf()).toEqual([]);
+    const chats = await service.database.db
+      .selectFrom('chats')
+      .select('chat_id')
+      .where('user_id', '=', previewUser)
+      .execute();
+    expect(chats).toEqual([]);
+    const sessions = await service.database.db.selectFrom('console_sessions').select('id').execute();
+    expect(sessions.map((row) => row.id)).not.toContain(session.sessionId);
   });
 
   it('is 404 for an unknown agent and refuses other methods', async () => {
