@@ -1,5 +1,5 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { ERASABLE_KINDS, type ErasureDependencies, eraseUserData } from '../src/admin/erasure.js';
+import { ERASABLE_KINDS, eraseUserData, erasureDependencies } from '../src/admin/erasure.js';
 import { deleteAgent, deleteTenant } from '../src/admin/lifecycle.js';
 import { requireAgentTenant } from '../src/artifacts/artifacts.js';
 import { parseUserId } from '../src/auth/user-id.js';
@@ -124,12 +124,7 @@ function pathUserId(userId: string): string {
  * admin routes, behind the admin token and the JSON body limit.
  */
 export function registerAdminLifecycleRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies): void {
-  const erasure: ErasureDependencies = {
-    db: deps.database.db,
-    storage: deps.storage,
-    backend: deps.sandbox?.backend,
-    logger: deps.logger,
-  };
+  const erasure = erasureDependencies(deps);
 
   app.openapi(eraseRoute, async (c) => {
     const { agentId, userId } = c.req.valid('param');

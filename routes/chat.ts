@@ -23,7 +23,7 @@ import type { AppEnv } from '../src/http/app-env.js';
 import { agentAuth } from '../src/http/auth-middleware.js';
 import { AGENT_AUTH_RESPONSES, AGENT_SECURITY, problemResponses, UserHeaderSchema } from '../src/http/openapi.js';
 import { REQUEST_ID_HEADER } from '../src/http/request-context.js';
-import { inProcessTransport } from '../src/http/trusted-principal.js';
+import { IN_PROCESS_ORIGIN, inProcessTransport } from '../src/http/trusted-principal.js';
 import { ChatHistorySchema } from './chat-history-schema.js';
 
 const ChatIdParams = z.object({
@@ -44,7 +44,6 @@ const ChatIdParams = z.object({
 const MAX_CACHED_MODELS = 64;
 /** The lifetime of the console preview's sandbox tokens (5 minutes), renewed as they run out. */
 const PREVIEW_TOKEN_SECONDS = 5 * 60;
-const IN_PROCESS_ORIGIN = 'http://127.0.0.1';
 
 export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies): void {
   const { db } = deps.database;

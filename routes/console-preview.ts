@@ -10,10 +10,8 @@ import { createMordnHandler } from '../src/hosted/create-mordn-handler.js';
 import type { AppEnv } from '../src/http/app-env.js';
 import { consoleAuth } from '../src/http/console-auth.js';
 import { problemResponses } from '../src/http/openapi.js';
-import { inProcessTransport } from '../src/http/trusted-principal.js';
+import { IN_PROCESS_ORIGIN, inProcessTransport } from '../src/http/trusted-principal.js';
 
-/** Any literal loopback origin: the preview's requests never leave the process. */
-const IN_PROCESS_ORIGIN = 'http://127.0.0.1';
 const PREVIEW_PATH = '/console/api/agents/:agentId/preview';
 
 /** The preview chat's caller: the signed-in console session, as its own user of the agent. */

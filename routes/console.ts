@@ -10,10 +10,10 @@ import {
   createConsoleSession,
   csrfTokenFor,
   endConsoleSession,
-  isAdminToken,
   sweepExpiredConsoleSessions,
 } from '../src/admin/console-sessions.js';
-import type { ErasureDependencies } from '../src/admin/erasure.js';
+import { erasureDependencies } from '../src/admin/erasure.js';
+import { isAdminToken } from '../src/auth/authenticate.js';
 import type { AppDependencies } from '../src/dependencies.js';
 import { ServiceError } from '../src/errors.js';
 import type { AppEnv } from '../src/http/app-env.js';
@@ -21,8 +21,8 @@ import { consoleAuth } from '../src/http/console-auth.js';
 import { jsonBody } from '../src/http/json-body.js';
 import { problemResponses } from '../src/http/openapi.js';
 import { packageRoot, packageVersion } from '../src/package-root.js';
-import { runReadinessChecks } from '../src/readiness.js';
 import { registerConsolePreviewRoutes } from './console-preview.js';
+import { checkServiceReadiness } from './health.js';
 
 /** Where `npm run build` puts the console's static files (index.html and hashed assets). */
 const CONSOLE_ASSETS = path.join('dist', 'console');
@@ -178,12 +178,7 @@ function consoleFiles() {
  */
 export function registerConsoleRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies, adminToken: string): void {
   const { db } = deps.database;
-  const erasure: ErasureDependencies = {
-    db,
-    storage: deps.storage,
-    backend: deps.sandbox?.backend,
-    logger: deps.logger,
-  };
+  const erasure = erasureDependencies(deps);
   const files = consoleFiles();
   app.openAPIRegistry.registerComponent('securitySchemes', 'consoleSession', {
     type: 'apiKey',
@@ -248,18 +243,13 @@ export function registerConsoleRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
   });
 
   app.openapi({ ...statusRoute, middleware: [consoleAuth(db)] as const }, async (c) => {
-    const checks = [{ name: 'database', check: () => deps.database.ping() }, ...(deps.readinessChecks ?? [])];
-    const report = await runReadinessChecks(checks, { timeoutMs: 2_000 });
+    const readiness = await checkServiceReadiness(deps);
     const { sandbox, storage, model } = deps.config;
     c.header('Cache-Control', 'no-store');
     return c.json(
       {
         version: packageVersion(),
-        readiness: {
-          status: deps.lifecycle.draining ? 'draining' : report.ready ? 'ready' : 'unavailable',
-          checks: report.checks,
-          ...(Object.keys(report.reasons).length > 0 ? { reasons: report.reasons } : {}),
-        },
+        readiness,
         sandbox: {
           operatorEnabled: sandbox.enabled,
           backend: sandbox.enabled ? sandbox.backend : null,

@@ -55,26 +55,41 @@ const metricsRoute = createRoute({
 
 const READINESS_TIMEOUT_MS = 2_000;
 
+/** What `/readyz` answers (and the console's status shows): the service's state and each check. */
+export interface ServiceReadiness {
+  status: 'ready' | 'unavailable' | 'draining';
+  checks: Record<string, 'ok' | 'failed' | 'timeout'>;
+  reasons?: Record<string, string>;
+}
+
+/** Runs every readiness check (the database, then storage and the sandbox backend) once. */
+export async function checkServiceReadiness(
+  deps: Pick<AppDependencies, 'database' | 'readinessChecks' | 'lifecycle'>,
+  onFailure?: (name: string, error: unknown) => void,
+): Promise<ServiceReadiness> {
+  const checks = [{ name: 'database', check: () => deps.database.ping() }, ...(deps.readinessChecks ?? [])];
+  const report = await runReadinessChecks(checks, {
+    timeoutMs: READINESS_TIMEOUT_MS,
+    ...(onFailure ? { onFailure } : {}),
+  });
+  const status = deps.lifecycle.draining ? 'draining' : report.ready ? 'ready' : 'unavailable';
+  // A ready service has nothing to explain.
+  const reasons = status !== 'ready' && Object.keys(report.reasons).length > 0 ? { reasons: report.reasons } : {};
+  return { status, checks: report.checks, ...reasons };
+}
+
 /** `/healthz`, `/readyz` and `/metrics`: unauthenticated, side-effect free. */
 export function registerHealthRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependencies): void {
-  const checks = [{ name: 'database', check: () => deps.database.ping() }, ...(deps.readinessChecks ?? [])];
-
   // The served `/healthz` never reaches this handler (see src/liveness.ts); it answers the same
   // for `app.request()` and runtimes other than Node's HTTP server.
   app.openapi(healthRoute, (c) => c.json(LIVENESS_BODY, 200));
 
   app.openapi(readinessRoute, async (c) => {
-    const report = await runReadinessChecks(checks, {
-      timeoutMs: READINESS_TIMEOUT_MS,
-      onFailure: (name, error) =>
-        deps.logger.warn({ requestId: c.get('requestId'), check: name, err: error }, 'readiness check failed'),
-    });
+    const readiness = await checkServiceReadiness(deps, (name, error) =>
+      deps.logger.warn({ requestId: c.get('requestId'), check: name, err: error }, 'readiness check failed'),
+    );
     c.header('Cache-Control', 'no-store');
-    const reasons = Object.keys(report.reasons).length > 0 ? { reasons: report.reasons } : {};
-    if (deps.lifecycle.draining) return c.json({ status: 'draining' as const, checks: report.checks, ...reasons }, 503);
-    return report.ready
-      ? c.json({ status: 'ready' as const, checks: report.checks }, 200)
-      : c.json({ status: 'unavailable' as const, checks: report.checks, ...reasons }, 503);
+    return c.json(readiness, readiness.status === 'ready' ? 200 : 503);
   });
 
   app.openapi(metricsRoute, async (c) => {

@@ -1,4 +1,5 @@
 import { sweepExpiredConsoleSessions } from './admin/console-sessions.js';
+import { erasureDependencies } from './admin/erasure.js';
 import { createApp } from './app.js';
 import { sweepDownloadAudit } from './artifacts/download-audit.js';
 import { composeDependencies } from './compose.js';
@@ -77,13 +78,7 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
   // Console sessions that expired unattended: their preview users' data goes hourly too.
   const stopConsoleSweeper = config.adminToken
     ? runPeriodically(
-        () =>
-          sweepExpiredConsoleSessions({
-            db: deps.database.db,
-            storage: deps.storage,
-            backend: deps.sandbox?.backend,
-            logger,
-          }),
+        () => sweepExpiredConsoleSessions(erasureDependencies(deps)),
         60 * 60 * 1000,
         (error) => logger.error({ err: error }, 'console session sweep failed'),
       )

@@ -8,7 +8,7 @@ import { ERASABLE_KINDS, type ErasureDependencies, eraseUserData, isEmpty } from
 
 type Db = Kysely<DatabaseSchema>;
 
-/** The session cookie: HttpOnly, SameSite=Strict, Secure over HTTPS (see `sessionCookie`). */
+/** The session cookie: HttpOnly, SameSite=Strict, Secure over HTTPS (set by `POST /console/api/session`). */
 export const CONSOLE_COOKIE = 'mordn_console';
 /** The header every console write must carry, holding the session's CSRF token. */
 export const CSRF_HEADER = 'X-CSRF-Token';
@@ -52,11 +52,6 @@ export function requireCsrfToken(secret: string, presented: string | undefined):
   if (presented === undefined || !timingSafeEqual(digest(presented), digest(csrfTokenFor(secret)))) {
     throw new ServiceError('CSRF_FAILED', `Console writes need the session's ${CSRF_HEADER} header.`);
   }
-}
-
-/** True when `presented` is the admin token (constant-time comparison of digests). */
-export function isAdminToken(adminToken: string, presented: unknown): boolean {
-  return typeof presented === 'string' && timingSafeEqual(digest(presented), digest(adminToken));
 }
 
 export async function createConsoleSession(db: Db, now = Date.now()): Promise<CreatedConsoleSession> {

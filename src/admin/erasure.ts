@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
+import type { AppDependencies } from '../dependencies.js';
 import type { Logger } from '../logger.js';
 import type { SandboxBackend } from '../sandbox/backend.js';
 import type { FileStorage } from '../storage/file-storage.js';
@@ -36,6 +37,13 @@ export interface ErasureDependencies {
   /** The sandbox backend, when the operator enabled sandboxes; without it workspaces cannot be removed. */
   backend?: SandboxBackend | undefined;
   logger: Logger;
+}
+
+/** What erasure needs, taken from the service's dependencies. */
+export function erasureDependencies(
+  deps: Pick<AppDependencies, 'database' | 'storage' | 'sandbox' | 'logger'>,
+): ErasureDependencies {
+  return { db: deps.database.db, storage: deps.storage, backend: deps.sandbox?.backend, logger: deps.logger };
 }
 
 export interface ErasureOptions {

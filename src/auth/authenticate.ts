@@ -62,10 +62,15 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
+/** True when `presented` is the admin token (constant-time comparison of digests). */
+export function isAdminToken(adminToken: string, presented: unknown): boolean {
+  return typeof presented === 'string' && timingSafeEqual(digest(presented), digest(adminToken));
+}
+
 /** Checks the admin bearer token in constant time; throws 401 `INVALID_ADMIN_TOKEN` otherwise. */
 export function authenticateAdmin(expectedToken: string, authorization: string | undefined): void {
   const token = readBearerToken(authorization, 'INVALID_ADMIN_TOKEN');
-  if (token === undefined || !timingSafeEqual(digest(token), digest(expectedToken))) {
+  if (!isAdminToken(expectedToken, token)) {
     throw new ServiceError('INVALID_ADMIN_TOKEN', 'Admin routes require Authorization: Bearer <MORDN_ADMIN_TOKEN>.', {
       headers: CHALLENGE,
     });

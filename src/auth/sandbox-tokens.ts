@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { consoleSessionActor } from '../admin/audit-log.js';
 import { SANDBOX_TOOL_NAMES, type SandboxToolName } from '../config.js';
 import type { DatabaseSchema } from '../db/schema.js';
 import { ServiceError } from '../errors.js';
@@ -182,7 +183,7 @@ export async function findActiveSandboxToken(
     // A console preview's token lives only as long as its (unexpired) session.
     if (row.console_session_id === null || row.session_expires_at === null) return undefined;
     if (Number(row.session_expires_at) <= now) return undefined;
-    keyId = `console:${row.console_session_id}`;
+    keyId = consoleSessionActor(row.console_session_id);
     issuerPermissions = parsePermissions(row.permissions);
   }
   return {

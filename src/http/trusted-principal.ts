@@ -14,6 +14,9 @@ export function trustedPrincipalOf(env: unknown): AgentPrincipal | undefined {
   return (env as { [TRUSTED_PRINCIPAL]?: AgentPrincipal })[TRUSTED_PRINCIPAL];
 }
 
+/** The origin in-process requests are addressed to: any literal loopback, since they never leave the process. */
+export const IN_PROCESS_ORIGIN = 'http://127.0.0.1';
+
 /** What can answer a request in process: the service's own Hono app. */
 export interface InProcessApp {
   fetch(request: Request, env?: unknown): Response | Promise<Response>;
