@@ -128,7 +128,7 @@ export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenc
     '/v1/admin/*',
     adminAuth(adminToken, db),
     auditAdminWrites(deps, (c) => c.get('adminActor')),
-    jsonBody(ADMIN_BODY_LIMIT),
+    jsonBody({ maxBytes: ADMIN_BODY_LIMIT, idleTimeoutMs: deps.config.requestIdleTimeoutMs }),
   );
 
   app.openapi(createTenantRoute, async (c) => c.json(await createTenant(db, c.req.valid('json').name), 201));

@@ -111,7 +111,7 @@ const listRoute = (db: Database['db']) =>
     responses: { 200: { description: 'One page.', ...json(ArtifactPage) }, ...AGENT_AUTH_RESPONSES },
   });
 
-const stateRoute = (db: Database['db'], action: 'revoke' | 'restore') =>
+const stateRoute = (db: Database['db'], action: 'revoke' | 'restore', idleTimeoutMs: number) =>
   createRoute({
     ...user,
     method: 'post',
@@ -121,7 +121,10 @@ const stateRoute = (db: Database['db'], action: 'revoke' | 'restore') =>
         ? 'Revoke one of your published files: every link to it stops working at once.'
         : 'Restore a revoked file: its links, re-signing and history work again.',
     description: `${REVOKE_EFFECT} Missing and not-yours paths answer the same 404 \`NOT_FOUND\`.`,
-    middleware: [agentAuth(db, 'write', { rejectAnonymous: true }), jsonBody(JSON_LIMIT)] as const,
+    middleware: [
+      agentAuth(db, 'write', { rejectAnonymous: true }),
+      jsonBody({ maxBytes: JSON_LIMIT, idleTimeoutMs }),
+    ] as const,
     request: { headers: UserHeaderSchema, ...body(StoragePathBody) },
     responses: {
       200: { description: 'The artifact after the change.', ...json(ArtifactSchema) },
@@ -225,10 +228,10 @@ export function registerArtifactRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepend
   };
 
   app.openapi(listRoute(db), async (c) => c.json(await listArtifacts(db, owner(c), pageOf(c.req.valid('query'))), 200));
-  app.openapi(stateRoute(db, 'revoke'), async (c) =>
+  app.openapi(stateRoute(db, 'revoke', deps.config.requestIdleTimeoutMs), async (c) =>
     c.json(await setArtifactRevoked(db, owner(c), c.req.valid('json').storagePath, true), 200),
   );
-  app.openapi(stateRoute(db, 'restore'), async (c) =>
+  app.openapi(stateRoute(db, 'restore', deps.config.requestIdleTimeoutMs), async (c) =>
     c.json(await setArtifactRevoked(db, owner(c), c.req.valid('json').storagePath, false), 200),
   );
   app.openapi(downloadsRoute(db), async (c) => c.json(await ownedDownloads(db, owner(c), c.req.valid('query')), 200));

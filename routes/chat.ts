@@ -124,6 +124,7 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
       sandboxes: sandboxesOff || !selfBaseUrl ? false : sandboxesFor(c, selfBaseUrl),
       streamTimeoutMs,
       coalesceMs: deps.config.chatCoalesceMs,
+      requestIdleTimeoutMs: deps.config.requestIdleTimeoutMs,
       onError: (error) => deps.logger.error({ requestId: c.get('requestId'), err: error }, 'chat failed'),
       onInterrupted: ({ reason }) => deps.logger.info({ requestId: c.get('requestId'), reason }, 'chat interrupted'),
     });

@@ -192,7 +192,10 @@ export function registerConsoleRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
     for (const [name, value] of Object.entries(CONSOLE_SECURITY_HEADERS)) c.res.headers.set(name, value);
   });
   // The preview passes its bodies (chat turns, uploads) on unread: only the sign-in is parsed here.
-  app.use('/console/api/session', jsonBody(CONSOLE_BODY_LIMIT));
+  app.use(
+    '/console/api/session',
+    jsonBody({ maxBytes: CONSOLE_BODY_LIMIT, idleTimeoutMs: deps.config.requestIdleTimeoutMs }),
+  );
 
   const answerSession = (c: Context<AppEnv>, sessionId: string, secret: string, expiresAt: number) => {
     c.header('Cache-Control', 'no-store');

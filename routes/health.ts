@@ -1,6 +1,8 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { authenticateMetrics } from '../src/auth/authenticate.js';
 import type { AppDependencies } from '../src/dependencies.js';
 import type { AppEnv } from '../src/http/app-env.js';
+import { problemResponses } from '../src/http/openapi.js';
 import { LIVENESS_BODY, LIVENESS_PATH } from '../src/liveness.js';
 import { runReadinessChecks } from '../src/readiness.js';
 
@@ -48,8 +50,12 @@ const metricsRoute = createRoute({
   path: '/metrics',
   tags: ['Operations'],
   summary: 'Prometheus metrics: requests and latency by route pattern and status.',
+  description:
+    'No metric names a tenant or a user. Open unless `MORDN_METRICS_TOKEN` is set; then it takes `Authorization: Bearer <MORDN_METRICS_TOKEN>`.',
+  security: [{}, { metricsToken: [] }],
   responses: {
     200: { description: 'Prometheus text exposition.', content: { 'text/plain': { schema: z.string() } } },
+    ...problemResponses(401),
   },
 });
 
@@ -92,7 +98,9 @@ export function registerHealthRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependen
     return c.json(readiness, readiness.status === 'ready' ? 200 : 503);
   });
 
+  const metricsToken = deps.config.metricsToken;
   app.openapi(metricsRoute, async (c) => {
+    if (metricsToken !== undefined) authenticateMetrics(metricsToken, c.req.header('Authorization'));
     const body = await deps.metrics.registry.metrics();
     return c.text(body, 200, { 'Content-Type': deps.metrics.registry.contentType });
   });

@@ -107,7 +107,10 @@ export function registerSandboxTokenRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
     description:
       "The token is bound to this tenant, agent and user, to the audience `<MORDN_PUBLIC_URL>/v1/sandbox/mcp`, to its permissions and tools. It is accepted on `POST /v1/sandbox/mcp` only; revoking it, all of the user's tokens or the agent key that minted it makes it fail on the next request. Refused (503 `MANAGED_SANDBOX_UNAVAILABLE`) when the agent's published config, the operator switch or the tenant list keeps sandboxes closed.",
     security: AGENT_SECURITY,
-    middleware: [writeAuth, jsonBody(JSON_LIMIT)] as const,
+    middleware: [
+      writeAuth,
+      jsonBody({ maxBytes: JSON_LIMIT, idleTimeoutMs: deps.config.requestIdleTimeoutMs }),
+    ] as const,
     request: {
       headers: UserHeaderSchema,
       body: {

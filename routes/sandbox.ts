@@ -17,8 +17,8 @@ import type { AppDependencies } from '../src/dependencies.js';
 import { ServiceError } from '../src/errors.js';
 import type { AppEnv } from '../src/http/app-env.js';
 import { agentAuth, sandboxMcpAuth } from '../src/http/auth-middleware.js';
-import { readBodyWithLimit } from '../src/http/json-body.js';
 import { AGENT_AUTH_RESPONSES, AGENT_SECURITY, problemResponses, UserHeaderSchema } from '../src/http/openapi.js';
+import { readBodyWithLimit } from '../src/http/request-body.js';
 import { boundedToolResult } from '../src/mcp/bounded-tool-result.js';
 import { isEchoableId, MAX_JSON_RPC_ID_BYTES, toolResultBudget } from '../src/mcp/response-bounds.js';
 import { createSandboxMcpServer, type ToolCallParameters } from '../src/mcp/sandbox-mcp-server.js';
@@ -222,7 +222,10 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
     if (mediaType !== 'application/json') {
       throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', 'MCP requests are application/json.');
     }
-    const body = await readBodyWithLimit(c.req.raw, MCP_BODY_LIMIT);
+    const body = await readBodyWithLimit(c.req.raw, {
+      maxBytes: MCP_BODY_LIMIT,
+      idleTimeoutMs: deps.config.requestIdleTimeoutMs,
+    });
     let message: unknown;
     try {
       message = JSON.parse(new TextDecoder().decode(body));

@@ -87,6 +87,7 @@ export function registerUploadRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependen
     tempDir: path.join(deps.config.dataDir, 'tmp'),
     idleTimeoutMs: deps.config.requestIdleTimeoutMs,
   };
+  const jsonLimits = { maxBytes: JSON_LIMIT, idleTimeoutMs: deps.config.requestIdleTimeoutMs };
   const owner = (c: { get(key: 'principal'): AppEnv['Variables']['principal'] }) => {
     const { tenantId, agentId, userId } = c.get('principal');
     return { tenantId, agentId, userId };
@@ -146,7 +147,7 @@ export function registerUploadRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependen
     description:
       'Missing, deleted and not-yours paths all answer the same 404 `NOT_FOUND` (per entry in the batch form).',
     security: AGENT_SECURITY,
-    middleware: [agentAuth(db, 'read'), jsonBody(JSON_LIMIT)] as const,
+    middleware: [agentAuth(db, 'read'), jsonBody(jsonLimits)] as const,
     request: {
       headers: UserHeaderSchema,
       body: { required: true, content: { 'application/json': { schema: ResignBody } } },
@@ -173,7 +174,7 @@ export function registerUploadRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependen
     summary: 'Delete your own uploads and artifacts. Already-deleted paths are skipped.',
     description: 'When storage refuses a delete, the answer is 503 and the records are kept for a retry.',
     security: AGENT_SECURITY,
-    middleware: [agentAuth(db, 'write'), jsonBody(JSON_LIMIT)] as const,
+    middleware: [agentAuth(db, 'write'), jsonBody(jsonLimits)] as const,
     request: {
       headers: UserHeaderSchema,
       body: { required: true, content: { 'application/json': { schema: DeleteBody } } },

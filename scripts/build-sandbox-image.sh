@@ -28,6 +28,9 @@ set -euo pipefail
 
 readonly SUITE=bookworm
 readonly RECIPE_LABEL=org.mordn.sandbox-image.recipe
+# What the service relies on in the image (SANDBOX_IMAGE_CONTRACT in container-spec.ts; the
+# Dockerfile sets the same label). 2: python3-seccomp, for the workspace's seccomp filter.
+readonly CONTRACT_LABEL=org.mordn.sandbox-image.contract=2
 
 tag=mordn-sandbox:latest
 mirror=http://deb.debian.org/debian
@@ -186,6 +189,7 @@ if ! new_id=$(
       --change 'ENV HOME=/workspace LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg MPLCONFIGDIR=/tmp/matplotlib' \
       --change 'LABEL org.opencontainers.image.title="mordn-sandbox"' \
       --change "LABEL $RECIPE_LABEL=$recipe" \
+      --change "LABEL $CONTRACT_LABEL" \
       --change 'WORKDIR /workspace' \
       --change 'USER 1000:1000' \
       --change 'CMD ["bash"]' \

@@ -135,6 +135,8 @@ export interface Config {
   };
   /** Bearer token for `/v1/admin/*`; the admin routes do not exist without it. */
   adminToken?: string;
+  /** Bearer token `/metrics` requires when set; without it `/metrics` is open. */
+  metricsToken?: string;
   model?: ModelConfig;
   sandbox: SandboxConfig;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -167,6 +169,7 @@ export class ConfigError extends Error {
 /** Environment variables holding secrets that may be present even though we only pass them on. */
 const SECRET_VARIABLES = [
   'MORDN_ADMIN_TOKEN',
+  'MORDN_METRICS_TOKEN',
   'MORDN_SIGNING_SECRET',
   'MORDN_MODEL_API_KEY',
   'OPENAI_API_KEY',
@@ -246,6 +249,7 @@ const EnvironmentSchema = z.object({
   MORDN_MANAGED_UPLOAD_MAX_BYTES: integer(MANAGED_UPLOAD_MAX_BYTES, 1, MANAGED_UPLOAD_MAX_BYTES),
   MORDN_UPLOAD_TYPES: optionalString,
   MORDN_ADMIN_TOKEN: optionalString,
+  MORDN_METRICS_TOKEN: optionalString,
   MORDN_MODEL: optionalString,
   MORDN_MODEL_BASE_URL: httpUrl,
   MORDN_MODEL_API_KEY: optionalString,
@@ -516,8 +520,11 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
   const problems: Problem[] = [];
   const dataDir = path.resolve(options.cwd ?? process.cwd(), parsed.MORDN_DATA_DIR);
 
-  if (parsed.MORDN_ADMIN_TOKEN !== undefined && parsed.MORDN_ADMIN_TOKEN.length < 16) {
-    problems.push({ variable: 'MORDN_ADMIN_TOKEN', message: 'must be at least 16 characters long' });
+  for (const variable of ['MORDN_ADMIN_TOKEN', 'MORDN_METRICS_TOKEN'] as const) {
+    const token = parsed[variable];
+    if (token !== undefined && token.length < 16) {
+      problems.push({ variable, message: 'must be at least 16 characters long' });
+    }
   }
   if (parsed.MORDN_SIGNING_SECRET !== undefined && parsed.MORDN_SIGNING_SECRET.length < 32) {
     problems.push({ variable: 'MORDN_SIGNING_SECRET', message: 'must be at least 32 characters long' });
@@ -541,6 +548,7 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
       ...(allowedTypes ? { allowedTypes } : {}),
     },
     ...(parsed.MORDN_ADMIN_TOKEN ? { adminToken: parsed.MORDN_ADMIN_TOKEN } : {}),
+    ...(parsed.MORDN_METRICS_TOKEN ? { metricsToken: parsed.MORDN_METRICS_TOKEN } : {}),
     ...(model ? { model } : {}),
     sandbox: parseSandbox(parsed, problems),
     logLevel: parsed.MORDN_LOG_LEVEL,

@@ -15,9 +15,10 @@ export interface HttpMetrics {
   observeProbe(method: string, route: string): void;
   /**
    * Counts one recorded download of a published file in `mordn_artifact_downloads_total`, by
-   * tenant and audit status (never by user: user ids stay out of metric labels).
+   * audit status. Metrics name no tenant or user: they are open to whoever reaches `/metrics`, and
+   * a label per tenant would make a series per tenant. Per-tenant figures are the admin API's.
    */
-  observeArtifactDownload(tenantId: string, status: number): void;
+  observeArtifactDownload(status: number): void;
 }
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -50,7 +51,7 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
   if (options.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'mordn_' });
   const stats = new Map<string, RouteStats>();
   const probes = new Map<string, { labels: { method: string; route: string }; count: number }>();
-  const downloads = new Map<string, { labels: { tenant: string; status: string }; count: number }>();
+  const downloads = new Map<number, { labels: { status: string }; count: number }>();
   let inFlight = 0;
 
   const exported = (
@@ -117,7 +118,7 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
     exported(
       ARTIFACT_DOWNLOADS,
       'counter',
-      'Recorded downloads of published files, by tenant and status (200 streamed, 499 client left mid-stream, 302 redirected to storage, 404 revoked).',
+      'Recorded downloads of published files, by status (200 streamed, 499 client left mid-stream, 302 redirected to storage, 404 revoked).',
       () => [...downloads.values()].map((entry) => ({ labels: entry.labels, value: entry.count })),
     ) as never,
   );
@@ -153,11 +154,10 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
       entry.count += 1;
       probes.set(key, entry);
     },
-    observeArtifactDownload(tenantId, status) {
-      const key = `${tenantId} ${status}`;
-      const entry = downloads.get(key) ?? { labels: { tenant: tenantId, status: String(status) }, count: 0 };
+    observeArtifactDownload(status) {
+      const entry = downloads.get(status) ?? { labels: { status: String(status) }, count: 0 };
       entry.count += 1;
-      downloads.set(key, entry);
+      downloads.set(status, entry);
     },
   };
 }

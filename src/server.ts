@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
+import { closeConnectionsLingeringly } from './http/lingering-close.js';
 import { answerLiveness } from './liveness.js';
 import type { Logger } from './logger.js';
 
@@ -53,17 +54,20 @@ export function startServer(options: StartServerOptions): Promise<RunningServer>
     options.requestHeadTimeoutMs ?? DEFAULT_REQUEST_HEAD_TIMEOUT_MS,
     WHOLE_REQUEST_TIMEOUT_MS,
   );
-  const server = createServer(
-    {
-      headersTimeout,
-      requestTimeout: WHOLE_REQUEST_TIMEOUT_MS,
-      // Node only notices an expired head when it sweeps its connections (every 30 s by default):
-      // sweep often enough that the timeout holds to within a fraction of itself.
-      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(headersTimeout / 4))),
-    },
-    (request, response) => {
+  const server = createServer({
+    headersTimeout,
+    requestTimeout: WHOLE_REQUEST_TIMEOUT_MS,
+    // Node only notices an expired head when it sweeps its connections (every 30 s by default):
+    // sweep often enough that the timeout holds to within a fraction of itself.
+    connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(headersTimeout / 4))),
+  });
+  // A refusal sent before its body was read closes the connection only once the client had a
+  // chance to finish sending, so the client reads the refusal instead of a reset.
+  server.on(
+    'request',
+    closeConnectionsLingeringly(server, (request, response) => {
       if (!answerLiveness(request, response)) void listener(request, response);
-    },
+    }),
   );
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -193,6 +193,40 @@ function jsonCase(random: SeededRandom, key: string): FuzzCase {
   return { ...framed, summary: `${framed.summary} type=${type ?? '(none)'} body=${mutation}` };
 }
 
+/** A rejected upload as a browser or server-side client sends it, with the refusal it must get. */
+interface RefusedUpload {
+  form: FormData;
+  expected: number;
+  summary: string;
+}
+
+/** The largest body a refused upload sends: the lingering close reads at least this much. */
+const REFUSED_BODY_MAX = 1024 * 1024 - 4 * 1024;
+
+function refusedUpload(random: SeededRandom): RefusedUpload {
+  const form = new FormData();
+  // Within the cap, so the refusal is the field or the type, not the size.
+  const size = random.pick([63, 500, 4096, 60_000, random.integer(0, UPLOAD_MAX)]);
+  const kind = random.pick(['field', 'type', 'size', 'two'] as const);
+  if (kind === 'field') {
+    const name = random.pick(FIELD_NAMES.filter((field) => field !== 'file'));
+    form.append(name, new Blob([random.bytes(size)], { type: 'image/png' }), 'a.png');
+    return { form, expected: 400, summary: `field ${JSON.stringify(name)}, ${size} B` };
+  }
+  if (kind === 'type') {
+    form.append('file', new Blob([Buffer.alloc(size, 0x3c)], { type: 'text/html' }), 'a.html');
+    return { form, expected: 415, summary: `html, ${size} B` };
+  }
+  if (kind === 'size') {
+    const bytes = random.integer(UPLOAD_MAX + 1, REFUSED_BODY_MAX);
+    form.append('file', new Blob([pdfOfSize(bytes)], { type: 'application/pdf' }), 'big.pdf');
+    return { form, expected: 413, summary: `pdf ${bytes} B over the ${UPLOAD_MAX} B cap` };
+  }
+  form.append('file', new Blob([PNG_1X1], { type: 'image/png' }), 'a.png');
+  form.append('file', new Blob([random.bytes(size)], { type: 'image/png' }), 'b.png');
+  return { form, expected: 400, summary: 'two files' };
+}
+
 let target: TestDatabaseTarget;
 let service: MordnProcess;
 let url: string;
@@ -264,6 +298,41 @@ describe(`request fuzz (seed ${SEED})`, () => {
     } finally {
       await database.close();
     }
+  });
+
+  it(`${REQUESTS / 4} refused uploads of up to 1 MiB through a real HTTP client: every one reads its refusal, no client error`, {
+    timeout: 240_000,
+  }, async () => {
+    const random = seededRandom(SEED + 2);
+    const cases = Array.from({ length: REQUESTS / 4 }, () => refusedUpload(random));
+    const outcomes: string[] = [];
+    const statuses = new Map<number, number>();
+    let next = 0;
+    const worker = async () => {
+      while (next < cases.length) {
+        const index = next++;
+        const { form, expected, summary } = cases[index] as RefusedUpload;
+        try {
+          // undici sends the head, then the body as it goes: a server that answered and closed
+          // before reading the rest makes this write fail (EPIPE) and fetch reject.
+          const response = await fetch(`${url}/v1/uploads`, {
+            method: 'POST',
+            headers: { Authorization: `Bearer ${key}`, 'X-Chat-User': 'fuzz-user' },
+            body: form,
+          });
+          await response.arrayBuffer();
+          statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+          if (response.status !== expected) outcomes.push(`#${index} ${response.status}, not ${expected}: ${summary}`);
+        } catch (error) {
+          const cause = (error as Error & { cause?: { code?: string } }).cause;
+          outcomes.push(`#${index} client error ${cause?.code ?? String(error)}: ${summary}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    expect(outcomes.slice(0, 20)).toEqual([]);
+    for (const status of [400, 413, 415]) expect(statuses.get(status) ?? 0, `status ${status}`).toBeGreaterThan(0);
+    expect(service.child.exitCode).toBeNull();
   });
 
   it(`${REQUESTS / 2} JSON bodies (MCP, chat, resign, delete): cut, garbled or abandoned, never a 5xx`, {

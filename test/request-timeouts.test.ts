@@ -8,7 +8,7 @@ import { createTestDatabaseTarget, type TestDatabaseTarget } from './support/dat
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { type MordnProcess, spawnMordn } from './support/process.js';
 import { openRawConnection, parseRawResponse } from './support/raw-socket.js';
-import { startTestService, type TestService } from './support/service.js';
+import { startTestService, TEST_ADMIN_TOKEN, type TestService } from './support/service.js';
 import { PNG_1X1 } from './support/upload.js';
 
 const IDLE_TIMEOUT_MS = 400;
@@ -17,7 +17,14 @@ let service: TestService;
 let fixture: AgentFixture;
 
 beforeAll(async () => {
-  service = await startTestService({ environment: { MORDN_REQUEST_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS) } });
+  service = await startTestService({
+    environment: {
+      MORDN_REQUEST_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+      // Never reached: a stalled chat body is refused before the model is asked anything.
+      MORDN_MODEL: 'openai-compatible:stall',
+      MORDN_MODEL_BASE_URL: 'http://127.0.0.1:9/v1',
+    },
+  });
   fixture = await createAgentFixture(service.database.db);
 });
 afterAll(() => service.close());
@@ -114,6 +121,107 @@ describe('an upload whose body stalls', () => {
     connection.socket.destroy();
     expect(answer.status).toBe(201);
     expect(answer.body).toMatchObject({ filename: 'pixel.png', mediaType: 'image/png', size: PNG_1X1.length });
+  });
+});
+
+/** Everything a stalled request could have left behind: rows of every table it writes, and files. */
+async function leftovers() {
+  const { db } = service.database;
+  const count = async (table: 'stored_files' | 'chats' | 'tenants') =>
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  return {
+    storedFiles: await count('stored_files'),
+    chats: await count('chats'),
+    tenants: await count('tenants'),
+    objects: await storedObjects(),
+    temp: await tempFiles(),
+  };
+}
+
+/**
+ * Sends `head` and the first bytes of a body announced as longer, then nothing more, and waits for
+ * the server to answer and close the connection.
+ */
+async function stall(head: string[], firstBytes: string) {
+  const connection = await openRawConnection(service.url);
+  await connection.write([...head, 'Host: 127.0.0.1', 'Content-Length: 4096', '', ''].join('\r\n'));
+  await connection.write(firstBytes);
+  const quietSince = performance.now();
+  const { response, closedAt } = await connection.closed;
+  return { answer: parseRawResponse(response), response, quietFor: closedAt - quietSince };
+}
+
+const agent = () => [`Authorization: Bearer ${fixture.key}`, 'X-Chat-User: user-1'];
+const json = 'Content-Type: application/json';
+const multipart = 'Content-Type: multipart/form-data; boundary=bound';
+
+describe('a request body that stalls, on every route family', () => {
+  it.each([
+    [
+      'an upload, before its first part header',
+      () => ['POST /v1/uploads HTTP/1.1', ...agent(), multipart],
+      '--bound\r',
+      'The upload',
+    ],
+    [
+      'an upload, between two parts',
+      () => ['POST /v1/uploads HTTP/1.1', ...agent(), multipart],
+      '--bound\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n',
+      'The upload',
+    ],
+    ['a chat turn', () => ['POST /v1/chat HTTP/1.1', ...agent(), json], '{"id":"c1","mess', 'The request'],
+    [
+      'an MCP call',
+      () => ['POST /v1/sandbox/mcp HTTP/1.1', ...agent(), json, 'Accept: application/json, text/event-stream'],
+      '{"jsonrpc":"2.0","id":1,"meth',
+      'The request',
+    ],
+    [
+      'an admin write',
+      () => ['POST /v1/admin/tenants HTTP/1.1', `Authorization: Bearer ${TEST_ADMIN_TOKEN}`, json],
+      '{"name":"Sta',
+      'The request',
+    ],
+    ['a re-sign', () => ['POST /v1/uploads/resign HTTP/1.1', ...agent(), json], '{"storagePath":"up', 'The request'],
+  ])(
+    '%s is answered 408 REQUEST_TIMEOUT within the idle limit, closed, and leaves nothing behind',
+    async (_name, head, firstBytes, subject) => {
+      const before = await leftovers();
+      const { answer, response, quietFor } = await stall(head(), firstBytes);
+      expect(answer.status).toBe(408);
+      expect(answer.body).toMatchObject({
+        status: 408,
+        code: 'REQUEST_TIMEOUT',
+        detail: `${subject} sent nothing for ${IDLE_TIMEOUT_MS} ms (the idle limit) and was abandoned; nothing was stored.`,
+      });
+      expect(response).toMatch(/\r\nconnection: close\r\n/i);
+      expect(quietFor).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS - 50);
+      expect(quietFor).toBeLessThan(IDLE_TIMEOUT_MS + 3_000);
+      expect(await leftovers()).toEqual(before);
+    },
+  );
+
+  it('an admin write that stalled is in the audit log as a failed write (408), and nothing else changed', async () => {
+    const before = await leftovers();
+    const { answer } = await stall(
+      ['POST /v1/admin/tenants HTTP/1.1', `Authorization: Bearer ${TEST_ADMIN_TOKEN}`, json],
+      '{"name":"Audited',
+    );
+    expect(answer.status).toBe(408);
+    const audited = await service.database.db
+      .selectFrom('admin_audit')
+      .select(['route', 'status', 'outcome'])
+      .orderBy('at', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(audited).toEqual({ route: '/v1/admin/tenants', status: 408, outcome: 'failed' });
+    expect(await leftovers()).toEqual(before);
   });
 });
 

@@ -17,6 +17,7 @@ import {
   describeSandboxBackendContract,
   newWorkspaceId,
   SANDBOX_CONTRACT_LIMITS,
+  SOCKET_FAMILIES_PROBE,
 } from './support/sandbox-backend-contract.js';
 import { agentHeaders, startTestService, type TestService } from './support/service.js';
 import { removeWorkspacesRoot } from './support/workspace-roots.js';
@@ -145,6 +146,17 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
         "python3 -c \"import socket; s = socket.socket(); s.settimeout(2)\ntry:\n  s.connect(('1.1.1.1', 80)); print('connected')\nexcept OSError as e: print('refused')\"",
       );
       expect(result.stdout).toBe('refused\n');
+    });
+
+    it('runs every process under the workspace seccomp filter too: sockets of AF_UNIX, AF_INET and AF_INET6 only', async () => {
+      const result = await run(`python3 -c '${SOCKET_FAMILIES_PROBE}'`);
+      expect(result.exitCode, result.stderr).toBe(0);
+      const families = JSON.parse(result.stdout) as Record<string, string>;
+      expect(families).toMatchObject({ AF_UNIX: 'OK', AF_INET: 'OK', AF_INET6: 'OK', AF_VSOCK: 'EAFNOSUPPORT' });
+      // gVisor would take this as AF_INET: only the filter tells it apart.
+      expect(families['AF_INET|1<<32']).toBe('EAFNOSUPPORT');
+      const status = await run("grep -E '^Seccomp:' /proc/self/status");
+      expect(status.stdout).toMatch(/^Seccomp:\s+2$/m);
     });
 
     it('reads, writes and lists files, and refuses planted symlinks', async () => {
@@ -405,6 +417,59 @@ describe.skipIf(unavailable !== undefined)('docker backend', () => {
 
     it('fails the probe when the image is missing, naming it', async () => {
       await expect(docker({ image: 'mordn-missing-image:none' }).probe()).rejects.toThrow(/mordn-missing-image:none/);
+    });
+
+    it('fails the probe for an image built for an older contract (no seccomp loader), saying to rebuild it', async () => {
+      // The sandbox image as it was before python3-seccomp: the same files, an older label.
+      const old = 'mordn-sandbox-contract-1:test';
+      const { stdout } = await runFile('docker', ['create', IMAGE]);
+      const container = stdout.trim();
+      try {
+        await runFile('docker', ['commit', '--change', 'LABEL org.mordn.sandbox-image.contract=1', container, old]);
+        await expect(docker({ image: old }).probe()).rejects.toThrow(
+          `The sandbox image ${old} was built for an older version of Mordn (image contract 1, 2 needed`,
+        );
+      } finally {
+        await runFile('docker', ['rm', '-f', container]);
+        await runFile('docker', ['rmi', '-f', old]).catch(() => undefined);
+      }
+    });
+
+    it('runs nothing in an image that cannot load the seccomp filter: the call fails, naming why', async () => {
+      // Labelled as current, but without libseccomp's bindings (a hand-made image gone wrong).
+      const broken = 'mordn-sandbox-no-seccomp:test';
+      const { stdout } = await runFile('docker', [
+        'create',
+        '--user',
+        '0',
+        '--entrypoint',
+        'sh',
+        IMAGE,
+        '-c',
+        'rm -f /usr/lib/python3/dist-packages/seccomp*.so',
+      ]);
+      const container = stdout.trim();
+      const backend = docker({ image: broken });
+      const workspace = newWorkspaceId();
+      workspaces.add(workspace);
+      try {
+        await runFile('docker', ['start', '--attach', container]);
+        await runFile('docker', ['commit', '--change', 'USER 1000:1000', container, broken]);
+        await backend.probe();
+        const canary = `canary-${workspace}`;
+        await expect(
+          backend.exec(workspace, { command: `touch ${canary}`, timeoutMs: 15_000, maxOutputBytes: 1024 }),
+        ).rejects.toThrow(
+          'The workspace supervisor could not start: python3-seccomp is not installed in the sandbox image (rebuild it',
+        );
+        // Nothing ran: the command's file is not in the workspace (looked at from outside the filter).
+        const listed = await runFile('docker', ['exec', containerName(workspace), 'ls', '-A', '/workspace']);
+        expect(listed.stdout).not.toContain(canary);
+      } finally {
+        await backend.removeWorkspace(workspace).catch(() => undefined);
+        await runFile('docker', ['rm', '-f', container]);
+        await runFile('docker', ['rmi', '-f', broken]).catch(() => undefined);
+      }
     });
 
     it('fails the probe when the daemon is unreachable', async () => {

@@ -126,6 +126,24 @@ for request, value in IOCTLS.items():
     call("ioctl(0, " + request + ")", "ioctl", 0, value, ctypes.addressof(character))
 for persona, value in PERSONAS.items():
     call("personality(" + persona + ")", "personality", value)
+# Sockets are only made and closed again: nothing is ever connected or sent.
+SOCK_STREAM, SOCK_DGRAM = 1, 2
+for family, number, kind in (("AF_UNIX", 1, SOCK_STREAM), ("AF_INET", 2, SOCK_STREAM), ("AF_INET6", 10, SOCK_STREAM),
+                             ("AF_NETLINK", 16, SOCK_DGRAM), ("AF_VSOCK", 40, SOCK_STREAM), ("AF_UNSPEC", 0, SOCK_STREAM),
+                             ("AF_INET|1<<32", (1 << 32) | 2, SOCK_STREAM), ("AF_INET6|1<<63", (1 << 63) | 10, SOCK_STREAM)):
+    ctypes.set_errno(0)
+    fd = libc.syscall(ctypes.c_long(seccomp.resolve_syscall(seccomp.Arch.NATIVE, "socket")), ctypes.c_ulong(number), ctypes.c_ulong(kind), ctypes.c_ulong(0))
+    if fd >= 0:
+        os.close(fd)
+    results["socket(" + family + ")"] = "OK" if fd >= 0 else errno.errorcode.get(ctypes.get_errno())
+pair = (ctypes.c_int * 2)()
+for family, number in (("AF_UNIX", 1), ("AF_NETLINK", 16)):
+    ctypes.set_errno(0)
+    done = libc.syscall(ctypes.c_long(seccomp.resolve_syscall(seccomp.Arch.NATIVE, "socketpair")), ctypes.c_ulong(number), ctypes.c_ulong(SOCK_DGRAM), ctypes.c_ulong(0), pair)
+    if done == 0:
+        os.close(pair[0])
+        os.close(pair[1])
+    results["socketpair(" + family + ")"] = "OK" if done == 0 else errno.errorcode.get(ctypes.get_errno())
 print(json.dumps(results))
 `;
 
@@ -214,7 +232,25 @@ describe.skipIf(!hasBwrap)('the bwrap seccomp filter', () => {
     expect(filtered['personality(READ_IMPLIES_EXEC|1<<32)']).toBe('EPERM');
   });
 
+  it('makes sockets of AF_UNIX, AF_INET and AF_INET6 only, refusing every other family with EAFNOSUPPORT', () => {
+    for (const family of ['AF_UNIX', 'AF_INET', 'AF_INET6']) expect(filtered[`socket(${family})`], family).toBe('OK');
+    expect(filtered['socketpair(AF_UNIX)']).toBe('OK');
+    for (const call of [
+      'socket(AF_NETLINK)',
+      'socket(AF_VSOCK)',
+      'socket(AF_UNSPEC)',
+      'socket(AF_INET|1<<32)',
+      'socket(AF_INET6|1<<63)',
+      'socketpair(AF_NETLINK)',
+    ]) {
+      expect({ [call]: filtered[call] }).toEqual({ [call]: 'EAFNOSUPPORT' });
+    }
+  });
+
   it('is what refuses them: without it the same calls reach the kernel', () => {
+    // The kernel reads the family as 32 bits: a high bit set is AF_INET to it.
+    expect(unfiltered['socket(AF_INET|1<<32)']).toBe('OK');
+    expect(unfiltered['socket(AF_NETLINK)']).toBe('OK');
     expect(unfiltered.unshare).toBe('OK');
     expect(unfiltered.clone3).toBe('EINVAL');
     expect(unfiltered['ioctl(0, TIOCSTI)']).toBe('ENOTTY');

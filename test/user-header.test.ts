@@ -111,13 +111,14 @@ describe('X-Chat-User is used exactly as received', () => {
       '',
     ].join('\r\n');
     const port = Number(new URL(service.url).port);
-    const status = await sendRawCase(port, {
+    const { status, clientError } = await sendRawCase(port, {
       summary: `X-Chat-User with byte ${byte}`,
       head,
       pieces: [],
       ending: 'answer',
     });
     expect(status).toBe(400);
+    expect(clientError).toBeUndefined();
     expect(await served('/v1/me')).toBe(before);
   });
 

@@ -54,7 +54,7 @@ const MAX_USER_AGENT = 512;
  * A failed write is logged (never thrown into a response that has already been sent).
  */
 export function recordDownload(deps: DownloadAuditDependencies, event: DownloadEvent): Promise<void> {
-  deps.metrics.observeArtifactDownload(event.owner.tenantId, event.status);
+  deps.metrics.observeArtifactDownload(event.status);
   return deps.db
     .insertInto('artifact_downloads')
     .values({

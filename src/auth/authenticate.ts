@@ -17,7 +17,10 @@ export interface AgentCredentials {
 }
 
 /** Extracts the token of `Authorization: Bearer <token>`, or `undefined` when the header is absent. */
-export function readBearerToken(authorization: string | undefined, code: 'INVALID_API_KEY' | 'INVALID_ADMIN_TOKEN') {
+export function readBearerToken(
+  authorization: string | undefined,
+  code: 'INVALID_API_KEY' | 'INVALID_ADMIN_TOKEN' | 'INVALID_METRICS_TOKEN',
+) {
   if (authorization === undefined || authorization.trim() === '') return undefined;
   const match = /^Bearer +(\S+)$/i.exec(authorization.trim());
   if (!match) {
@@ -62,17 +65,35 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
-/** True when `presented` is the admin token (constant-time comparison of digests). */
+/** True when `presented` is the operator's token (constant-time comparison of digests). */
 export function isAdminToken(adminToken: string, presented: unknown): boolean {
   return typeof presented === 'string' && timingSafeEqual(digest(presented), digest(adminToken));
 }
 
+/** Checks an operator's bearer token in constant time; throws 401 with `code` otherwise. */
+function authenticateOperatorToken(
+  expectedToken: string,
+  authorization: string | undefined,
+  refusal: { code: 'INVALID_ADMIN_TOKEN' | 'INVALID_METRICS_TOKEN'; message: string },
+): void {
+  const token = readBearerToken(authorization, refusal.code);
+  if (!isAdminToken(expectedToken, token)) {
+    throw new ServiceError(refusal.code, refusal.message, { headers: CHALLENGE });
+  }
+}
+
 /** Checks the admin bearer token in constant time; throws 401 `INVALID_ADMIN_TOKEN` otherwise. */
 export function authenticateAdmin(expectedToken: string, authorization: string | undefined): void {
-  const token = readBearerToken(authorization, 'INVALID_ADMIN_TOKEN');
-  if (!isAdminToken(expectedToken, token)) {
-    throw new ServiceError('INVALID_ADMIN_TOKEN', 'Admin routes require Authorization: Bearer <MORDN_ADMIN_TOKEN>.', {
-      headers: CHALLENGE,
-    });
-  }
+  authenticateOperatorToken(expectedToken, authorization, {
+    code: 'INVALID_ADMIN_TOKEN',
+    message: 'Admin routes require Authorization: Bearer <MORDN_ADMIN_TOKEN>.',
+  });
+}
+
+/** Checks the metrics bearer token in constant time; throws 401 `INVALID_METRICS_TOKEN` otherwise. */
+export function authenticateMetrics(expectedToken: string, authorization: string | undefined): void {
+  authenticateOperatorToken(expectedToken, authorization, {
+    code: 'INVALID_METRICS_TOKEN',
+    message: '/metrics requires Authorization: Bearer <MORDN_METRICS_TOKEN>.',
+  });
 }

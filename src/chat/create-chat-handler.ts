@@ -12,8 +12,8 @@ import {
 import { type AgentConfig, isSandboxEnabled } from '../agents/config-schema.js';
 import { SANDBOX_TOOL_NAMES } from '../config.js';
 import { ServiceError } from '../errors.js';
-import { readBodyWithLimit } from '../http/json-body.js';
 import { normalizeError, problemResponse } from '../http/problem.js';
+import { DEFAULT_REQUEST_IDLE_TIMEOUT_MS, readBodyWithLimit } from '../http/request-body.js';
 import { failureText, isErrorChunkEcho } from './answer-failures.js';
 import { createAnswerReporter } from './answer-reporter.js';
 import { answerResponse, createAnswerSignal } from './answer-signal.js';
@@ -75,6 +75,11 @@ export interface CreateChatHandlerOptions {
   buildExtraTools?(context: ChatRequestContext, abortSignal: AbortSignal): Promise<BuiltTools>;
   /** Browser origins allowed to call the handler (CORS); same-origin needs none. */
   allowedOrigins?: readonly string[];
+  /**
+   * A request body that sends nothing for this long before it is complete is answered 408
+   * `REQUEST_TIMEOUT` (default 30 s), so a stalled client holds nothing.
+   */
+  requestIdleTimeoutMs?: number;
   /** Model steps per answer (tool calls and their follow-ups), default 8. */
   maxSteps?: number;
   /**
@@ -219,7 +224,14 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
       const userId = await verifiedUser(request);
       let body: unknown;
       try {
-        body = JSON.parse(new TextDecoder().decode(await readBodyWithLimit(request, MAX_REQUEST_BYTES)));
+        body = JSON.parse(
+          new TextDecoder().decode(
+            await readBodyWithLimit(request, {
+              maxBytes: MAX_REQUEST_BYTES,
+              idleTimeoutMs: options.requestIdleTimeoutMs ?? DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
+            }),
+          ),
+        );
       } catch (error) {
         if (error instanceof ServiceError) throw error;
         throw new ServiceError('MALFORMED_JSON', 'The request body is not valid JSON.');

@@ -90,6 +90,11 @@ export function createOpenApiApp(): OpenAPIHono<AppEnv> {
     scheme: 'bearer',
     description: 'The operator token from `MORDN_ADMIN_TOKEN`.',
   });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'metricsToken', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'The token from `MORDN_METRICS_TOKEN`, when the operator set one for `/metrics`.',
+  });
   return app;
 }
 

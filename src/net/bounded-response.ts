@@ -1,5 +1,5 @@
 import { type Dispatcher, type RequestInit as UndiciRequestInit, fetch as undiciFetch } from 'undici';
-import { formatBytes } from '../http/json-body.js';
+import { formatBytes } from '../format.js';
 
 /**
  * The bounds every outbound HTTP exchange of the service shares, whoever decides where it may go

@@ -6,7 +6,8 @@ import Busboy from 'busboy';
 import type { Kysely } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
 import { isOutOfSpace, ServiceError } from '../errors.js';
-import { formatBytes } from '../http/json-body.js';
+import { formatBytes } from '../format.js';
+import { CLOSE_CONNECTION, stalledRequest } from '../http/request-body.js';
 import type { Logger } from '../logger.js';
 import { DurableFileWriter } from '../storage/durable-file-writer.js';
 import type { FileStorage } from '../storage/file-storage.js';
@@ -41,9 +42,9 @@ const FILE_FIELD = 'file';
 
 /**
  * Refusals raised while the body is still arriving close the connection after answering: the rest
- * of the body is never read (nor drained) by the server.
+ * of the body is never parsed or stored, only discarded while the connection lingers.
  */
-const UNREAD_BODY = { headers: { Connection: 'close' } };
+const UNREAD_BODY = CLOSE_CONNECTION;
 
 const tooLarge = (limit: number, what = 'the upload limit') =>
   new ServiceError('FILE_TOO_LARGE', `The file exceeds ${what} of ${formatBytes(limit)}.`, UNREAD_BODY);
@@ -64,15 +65,7 @@ const outOfSpace = (options: { headers?: Record<string, string> } = {}) =>
 const interruptedUpload = () =>
   new ServiceError('REQUEST_INTERRUPTED', 'The upload ended before its body was complete.', UNREAD_BODY);
 
-const formatDuration = (milliseconds: number) =>
-  milliseconds % 1000 === 0 ? `${milliseconds / 1000} s` : `${milliseconds} ms`;
-
-const stalledUpload = (idleTimeoutMs: number) =>
-  new ServiceError(
-    'REQUEST_TIMEOUT',
-    `The upload sent nothing for ${formatDuration(idleTimeoutMs)} (the idle limit) and was abandoned; nothing was stored.`,
-    UNREAD_BODY,
-  );
+const stalledUpload = (idleTimeoutMs: number) => stalledRequest(idleTimeoutMs, 'The upload');
 
 /** Counts bytes flowing through, failing as soon as the total passes `limit`. */
 class ByteCap extends Transform {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { SANDBOX_IMAGE_CONTRACT, SANDBOX_IMAGE_CONTRACT_LABEL } from '../../src/sandbox/docker/container-spec.js';
 import { createEngineApi } from '../../src/sandbox/docker/engine-api.js';
 import { hostProcesses, isRunning } from './host-processes.js';
 import { eventually } from './poll.js';
@@ -221,6 +222,8 @@ const MINIMAL_IMAGE_BINARIES = [
 /** The only extension modules the supervisor and the file helper load. */
 const MINIMAL_IMAGE_MODULES = ['_ctypes', '_json', 'resource'];
 const PYTHON_LIBRARY = '/usr/lib/python3.11';
+/** Where Debian's python3-seccomp keeps its module (the seccomp filter's loader imports it). */
+const DIST_PACKAGES = '/usr/lib/python3/dist-packages';
 /** Parts of the standard library nothing in a workspace container imports (the build config is 25 MB). */
 const UNUSED_LIBRARY_PARTS = [
   'config-3.11-x86_64-linux-gnu',
@@ -236,10 +239,18 @@ const UNUSED_LIBRARY_PARTS = [
 export async function minimalImageMissing(): Promise<string | undefined> {
   const missing = [...MINIMAL_IMAGE_BINARIES, PYTHON_LIBRARY].filter((file) => !existsSync(file));
   if (missing.length > 0) return `no ${missing.join(', ')} on this host for the minimal sandbox image`;
+  if ((await seccompModules()).length === 0)
+    return `no python3-seccomp in ${DIST_PACKAGES} for the minimal sandbox image`;
   return runFile('docker', ['--version']).then(
     () => undefined,
     () => 'no docker CLI (it imports the minimal sandbox image)',
   );
+}
+
+/** The host's python3-seccomp module files. */
+async function seccompModules(): Promise<string[]> {
+  const names = await readdir(DIST_PACKAGES).catch(() => [] as string[]);
+  return names.filter((name) => /^seccomp\.cpython-.*\.so$/.test(name)).map((name) => path.join(DIST_PACKAGES, name));
 }
 
 /** The shared libraries `binaries` load, as `ldd` resolves them (the loader included). */
@@ -255,7 +266,7 @@ async function sharedLibraries(binaries: readonly string[]): Promise<string[]> {
 /**
  * Imports into the daemon at `host`, as `tag`, the smallest image a workspace container runs
  * on: this host's Debian Python 3.11 (standard library without its build config, tests and
- * GUI), dash as /bin/sh, `sleep`, `cat`, `ls` and `rm`, and the sandbox user's /workspace —
+ * GUI) with libseccomp's bindings, dash as /bin/sh, `sleep`, `cat`, `ls` and `rm`, and the sandbox user's /workspace —
  * some 30 MB instead of the full sandbox image's 540, so a private daemon has it in seconds.
  * Returns how long the import took.
  */
@@ -295,8 +306,15 @@ export async function importMinimalSandboxImage(host: string, tag: string): Prom
         await rm(path.join(dynload, name), { recursive: true, force: true });
       }
     }
+    // libseccomp's bindings, for the seccomp filter the supervisor is started under.
+    const seccomp = await seccompModules();
+    modules.push(...seccomp);
     // Usr-merged host: /lib and /lib64 are links, so everything is stored below usr/.
-    const hostFiles = [...MINIMAL_IMAGE_BINARIES, ...(await sharedLibraries([...MINIMAL_IMAGE_BINARIES, ...modules]))];
+    const hostFiles = [
+      ...MINIMAL_IMAGE_BINARIES,
+      ...seccomp,
+      ...(await sharedLibraries([...MINIMAL_IMAGE_BINARIES, ...modules])),
+    ];
     for (const file of hostFiles) {
       const target = path.join(staging, file.replace(/^\/(lib|lib64)\//, '/usr/$1/'));
       await mkdir(path.dirname(target), { recursive: true });
@@ -314,6 +332,8 @@ export async function importMinimalSandboxImage(host: string, tag: string): Prom
       'WORKDIR /workspace',
       '--change',
       'ENV PATH=/usr/local/bin:/usr/bin:/bin',
+      '--change',
+      `LABEL ${SANDBOX_IMAGE_CONTRACT_LABEL}=${SANDBOX_IMAGE_CONTRACT}`,
       archive,
       tag,
     ]);

@@ -59,18 +59,28 @@ export function frameRandomly(
   return { summary: `${request.method} ${request.path} ${framing} ${ending}`, head, pieces, ending };
 }
 
-/** Sends one case; resolves with the answered status, or null when the client did not wait for one. */
-export function sendRawCase(port: number, fuzzCase: FuzzCase, timeoutMs = 20_000): Promise<number | null> {
+/**
+ * What one case came to, seen from the client: the answered status (null when there was none),
+ * and the socket error the client met before it had the answer (a broken pipe, a reset).
+ */
+export interface RawOutcome {
+  status: number | null;
+  clientError?: string;
+}
+
+/** Sends one case and reads its answer's status line. */
+export function sendRawCase(port: number, fuzzCase: FuzzCase, timeoutMs = 20_000): Promise<RawOutcome> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let received = '';
     let done = false;
+    let clientError: string | undefined;
     const finish = (status: number | null) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       socket.destroy();
-      resolve(status);
+      resolve({ status, ...(clientError ? { clientError } : {}) });
     };
     const timer = setTimeout(() => {
       done = true;
@@ -82,8 +92,10 @@ export function sendRawCase(port: number, fuzzCase: FuzzCase, timeoutMs = 20_000
       const match = /^HTTP\/1\.1 (\d{3}) /.exec(received);
       if (match) finish(Number(match[1]));
     });
-    // Writing into a connection the server already closed (it answered early) is expected.
-    socket.on('error', () => undefined);
+    // A client that vanishes on purpose may see its own writes fail; one that waits must not.
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      clientError ??= error.code ?? error.message;
+    });
     socket.on('close', () => finish(null));
     socket.on('connect', async () => {
       socket.write(fuzzCase.head);
@@ -102,7 +114,10 @@ export function sendRawCase(port: number, fuzzCase: FuzzCase, timeoutMs = 20_000
 export interface FuzzRun {
   /** How many answers of each status. */
   statuses: Map<number, number>;
-  /** Each 5xx answer or missing answer, with the case that caused it. */
+  /**
+   * Each 5xx answer, each case that waited for an answer and got none, and each that met a
+   * client-side error (EPIPE, ECONNRESET) before its answer, with the case that caused it.
+   */
   failures: string[];
 }
 
@@ -122,10 +137,15 @@ export async function runRawCases(
     while (next < cases.length && options.alive()) {
       const index = next++;
       const fuzzCase = cases[index] as FuzzCase;
-      const status = await sendRawCase(port, fuzzCase).catch((error: Error) => {
+      const outcome = await sendRawCase(port, fuzzCase).catch((error: Error) => {
         failures.push(`#${index} ${error.message}`);
         return null;
       });
+      if (outcome === null) continue;
+      const { status, clientError } = outcome;
+      if (fuzzCase.ending === 'answer' && (status === null || clientError !== undefined)) {
+        failures.push(`#${index} ${clientError ?? 'no answer'} before the answer: ${fuzzCase.summary}`);
+      }
       if (status === null) continue;
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
       if (status >= 500) failures.push(`#${index} ${status}: ${fuzzCase.summary}`);

@@ -6,6 +6,13 @@ export const WORKSPACE_MOUNT = '/workspace';
 /** The unprivileged user every process runs as (the sandbox image's `sandbox` user). */
 export const SANDBOX_UID = 1000;
 export const SANDBOX_USER = `${SANDBOX_UID}:${SANDBOX_UID}`;
+/**
+ * The image label saying which version of the image contract (what the service relies on inside
+ * it) an image was built for; an image without it, or of an older one, is refused by the probe.
+ * 2: python3-seccomp, with which the supervisor loads the workspace's seccomp filter.
+ */
+export const SANDBOX_IMAGE_CONTRACT_LABEL = 'org.mordn.sandbox-image.contract';
+export const SANDBOX_IMAGE_CONTRACT = 2;
 /** Label naming the workspace a container or volume belongs to. */
 export const WORKSPACE_LABEL = 'org.mordn.workspace';
 

@@ -3,6 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { SandboxBackend } from '../backend.js';
 import { DEFAULT_WORKSPACE_QUOTA, type HostLimits, prepareHostLimits, workspaceUsage } from '../limits/host-limits.js';
 import { processOomCounter } from '../limits/process-oom-counter.js';
+import { underSeccompFilter } from '../limits/seccomp.js';
 import { fileHelperSource, type StartHelper, workspaceFileOperations } from '../runtime/file-operations.js';
 import { lazily } from '../runtime/lazily.js';
 import { explainLimits } from '../runtime/limit-notices.js';
@@ -16,6 +17,8 @@ import {
   type ContainerLimits,
   containerName,
   legacyVolumeName,
+  SANDBOX_IMAGE_CONTRACT,
+  SANDBOX_IMAGE_CONTRACT_LABEL,
   SANDBOX_UID,
   SANDBOX_USER,
   volumeName,
@@ -60,6 +63,8 @@ const DEFAULT_IDLE_MS = 5 * 60_000;
 const CPU_GRACE_SECONDS = 5;
 const HELPER_CPU_SECONDS = 120;
 const READY_TIMEOUT_MS = 15_000;
+/** How much of what a supervisor that failed to start wrote to stderr is kept for the message. */
+const STARTUP_ERROR_BYTES = 4096;
 /** See `workspace-sandbox.ts` (bwrap) for why -999 and not -1000. */
 const SUPERVISOR_OOM_SCORE_ADJ = '-999';
 /** How often an exec's exit status is asked for while the daemon is still recording it. */
@@ -378,9 +383,18 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
     idleTimers.delete(workspaceId);
     if (!ready.has(workspaceId)) await ensureRunning(workspaceId);
     const source = (await supervisorSource()).toString('utf8');
-    const { execId, socket } = await startExec(workspaceId, ['python3', '-I', '-S', '-c', source]);
+    // The supervisor runs under the same seccomp filter as bwrap's sandboxes, loaded into it
+    // before it starts, on top of the runtime's own profile; every command inherits it.
+    const command = await underSeccompFilter(['python3', '-I', '-S', '-c', source]);
+    const { execId, socket } = await startExec(workspaceId, command);
     const { stdout, stderr } = demultiplex(socket);
-    stderr.resume();
+    // What it says before it is ready is kept, to name why it did not start (a filter that
+    // could not be loaded, say).
+    let startupError = '';
+    stderr.setEncoding('utf8');
+    stderr.on('data', (text: string) => {
+      if (startupError.length < STARTUP_ERROR_BYTES) startupError += text;
+    });
     const connection = connectSupervisor({ stdin: stdinOf(socket), stdout });
     const stop = async () => {
       socket.destroy();
@@ -400,7 +414,8 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
       else sessionKillOnly.add(workspaceId);
     } catch (error) {
       await stop();
-      throw new Error(`The workspace supervisor could not start: ${(error as Error).message}`);
+      const reason = startupError.trim().split('\n').at(-1) || (error as Error).message;
+      throw new Error(`The workspace supervisor could not start: ${reason}`);
     } finally {
       clearTimeout(timer);
     }
@@ -454,12 +469,21 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
           adopted = false;
         });
       }
+      let inspected: { Config?: { Labels?: Record<string, string> | null } } | undefined;
       try {
-        await api.call({ method: 'GET', path: `/images/${encodeURIComponent(image)}/json` });
+        inspected = (
+          await api.call<typeof inspected>({ method: 'GET', path: `/images/${encodeURIComponent(image)}/json` })
+        ).body;
       } catch (error) {
         if (!isStatus(error, 404)) throw error;
         throw new Error(
           `The sandbox image ${image} is not on the Docker host; build it (sandbox-image/ or scripts/build-sandbox-image.sh).`,
+        );
+      }
+      const contract = Number(inspected?.Config?.Labels?.[SANDBOX_IMAGE_CONTRACT_LABEL] ?? 0);
+      if (!(contract >= SANDBOX_IMAGE_CONTRACT)) {
+        throw new Error(
+          `The sandbox image ${image} was built for an older version of Mordn (image contract ${contract || 'unlabelled'}, ${SANDBOX_IMAGE_CONTRACT} needed: python3-seccomp, which loads the workspace's seccomp filter); rebuild it (sandbox-image/ or scripts/build-sandbox-image.sh).`,
         );
       }
       if (runtime === 'runsc') {

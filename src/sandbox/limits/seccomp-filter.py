@@ -1,17 +1,26 @@
-"""Builds the bubblewrap sandbox's seccomp filter with libseccomp and writes it to stdout.
+"""Builds the workspace sandboxes' seccomp filter with libseccomp, for both backends.
 
-Runs on the HOST, as the service's own user, once per service process (seccomp.ts memoizes the
-result): `/usr/bin/python3 -I seccomp-filter.py LISTS`, where LISTS is JSON
-{"required": [names], "whereKnown": [names]} of syscalls to refuse with EPERM whatever their
-arguments. The output is what bwrap's `--seccomp FD` reads: a classic-BPF program (an array of
-8-byte struct sock_filter) for this machine's native architecture.
+    python3 -I seccomp-filter.py RULES
+        (bwrap, on the HOST, as the service's own user, once per service process: seccomp.ts
+        memoizes the result) writes the filter to stdout as what bwrap's `--seccomp FD` reads: a
+        classic-BPF program (an array of 8-byte struct sock_filter) for this machine's native
+        architecture.
+    python3 -I -c SOURCE --exec RULES PROGRAM [ARGUMENTS...]
+        (Docker, INSIDE the workspace container, as the sandbox user) loads the filter into
+        itself and executes PROGRAM under it, so the supervisor and every process it starts keep
+        it, on top of the container runtime's own profile.
 
-Besides the two lists, the rules that depend on arguments live here:
+RULES is JSON {"required": [names], "whereKnown": [names], "socketFamilies": [numbers]}:
+syscalls to refuse with EPERM whatever their arguments, and the only address families sockets
+may be made of. The rules that depend on arguments live here:
   clone        EPERM when its flags ask for any new namespace (one rule per CLONE_NEW* bit)
   clone3       ENOSYS, never EPERM: glibc then falls back to clone, which the rule above checks
                (clone3 passes its flags in memory, out of a seccomp filter's sight)
   ioctl        EPERM for TIOCSTI and TIOCLINUX (typing into or driving a terminal)
   personality  EPERM for any persona but the default (PER_LINUX) and the query 0xffffffff
+  socket, socketpair
+               EAFNOSUPPORT for every address family but socketFamilies (AF_VSOCK, say, is not
+               confined by a network namespace)
 
 Everything else is allowed: the filter narrows what bwrap's namespaces and dropped capabilities
 already refuse, it is not an allowlist. On failure it writes one line to stderr saying what is
@@ -20,12 +29,19 @@ missing and how to fix it, and exits 1.
 
 import errno
 import json
+import os
 import sys
 
 try:
     import seccomp
 except ImportError:
-    sys.stderr.write("python3-seccomp is not installed (apt-get install python3-seccomp)\n")
+    if "--exec" in sys.argv[1:2]:
+        sys.stderr.write(
+            "python3-seccomp is not installed in the sandbox image "
+            "(rebuild it: sandbox-image/ or scripts/build-sandbox-image.sh)\n"
+        )
+    else:
+        sys.stderr.write("python3-seccomp is not installed (apt-get install python3-seccomp)\n")
     sys.exit(1)
 
 CLONE_NEW_FLAGS = {
@@ -81,7 +97,20 @@ def deny_other_personas(syscall_filter):
         )
 
 
-def build(required, where_known):
+def deny_other_socket_families(syscall_filter, allowed):
+    # As the kernel does for a family it lacks. The family is compared as the whole 64-bit
+    # argument: a value with high bits set is refused even where its lower half names an allowed
+    # family (the kernel would read it as that family).
+    refuse = seccomp.ERRNO(errno.EAFNOSUPPORT)
+    highest = max(allowed)
+    for name in ("socket", "socketpair"):
+        for family in range(highest):
+            if family not in allowed:
+                syscall_filter.add_rule(refuse, name, seccomp.Arg(0, seccomp.EQ, family))
+        syscall_filter.add_rule(refuse, name, seccomp.Arg(0, seccomp.GT, highest))
+
+
+def build(required, where_known, socket_families):
     unknown = [name for name in required if not is_known(name)]
     if unknown:
         raise Unavailable(
@@ -105,14 +134,31 @@ def build(required, where_known):
     for request in (TIOCSTI, TIOCLINUX):
         syscall_filter.add_rule(DENY, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, LOWER_32_BITS, request))
     deny_other_personas(syscall_filter)
+    deny_other_socket_families(syscall_filter, set(socket_families))
     return syscall_filter
 
 
+USAGE = "usage: seccomp-filter.py RULES | seccomp-filter.py --exec RULES PROGRAM [ARGUMENTS...]"
+
+
+def filter_from(rules_json):
+    rules = json.loads(rules_json)
+    return build(rules["required"], rules["whereKnown"], rules["socketFamilies"])
+
+
 def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == "--exec":
+        syscall_filter = filter_from(sys.argv[2])
+        # libseccomp sets no_new_privs first, as an unprivileged process must.
+        syscall_filter.load()
+        program = sys.argv[3:]
+        try:
+            os.execvp(program[0], program)
+        except OSError as error:
+            raise Unavailable(f"cannot run {program[0]} under the filter: {error.strerror}")
     if len(sys.argv) != 2:
-        raise Unavailable("usage: seccomp-filter.py '{\"required\": [...], \"whereKnown\": [...]}'")
-    lists = json.loads(sys.argv[1])
-    syscall_filter = build(lists["required"], lists["whereKnown"])
+        raise Unavailable(USAGE)
+    syscall_filter = filter_from(sys.argv[1])
     # export_bpf writes to the file descriptor itself, past Python's buffer.
     sys.stdout.flush()
     syscall_filter.export_bpf(sys.stdout)

@@ -1,15 +1,22 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { packageRoot } from '../../package-root.js';
+import { packagedSource } from '../runtime/packaged-source.js';
+
+/** Where the filter builder lives in the package (it also runs inside Docker sandboxes). */
+const FILTER_SCRIPT = 'src/sandbox/limits/seccomp-filter.py';
 
 /**
- * Syscalls the bwrap sandbox's seccomp filter refuses with EPERM whatever their arguments. The
- * filter is not built (SeccompUnavailableError) when the installed libseccomp lacks one of them.
+ * Syscalls the sandboxes' seccomp filter refuses with EPERM whatever their arguments, on both
+ * backends (bwrap loads it; Docker containers load it into their supervisor, on top of the
+ * runtime's own profile). The filter is not built (SeccompUnavailableError) when the installed
+ * libseccomp lacks one of them.
  *
  * The filter also holds rules that look at arguments, written in `seccomp-filter.py`: `clone`
  * with any CLONE_NEW* flag and `ioctl` TIOCSTI/TIOCLINUX give EPERM, `personality` gives EPERM
- * for anything but the default persona, and `clone3` gives ENOSYS so that glibc falls back to
- * `clone` (whose flags a filter can see).
+ * for anything but the default persona, `socket`/`socketpair` give EAFNOSUPPORT for any address
+ * family but `SOCKET_FAMILIES`, and `clone3` gives ENOSYS so that glibc falls back to `clone`
+ * (whose flags a filter can see).
  *
  * @example
  * DENIED_SYSCALLS.includes('ptrace'); // true: inside the sandbox, ptrace fails with EPERM
@@ -77,6 +84,42 @@ export const DENIED_WHERE_KNOWN = [
   'iopl',
   'ioperm',
 ] as const;
+
+/**
+ * The only address families sandboxed code may make sockets of (Linux's numbers, the same on
+ * every architecture). Every other one is refused with EAFNOSUPPORT: some are not confined by the
+ * network namespace at all (AF_VSOCK reaches the hypervisor's host), and the rest serve nothing a
+ * workspace does. AF_NETLINK is left out too: glibc does without it (`getaddrinfo` then assumes
+ * both IPv4 and IPv6), and nothing in the sandbox needs to ask the kernel about interfaces.
+ */
+export const SOCKET_FAMILIES = { AF_UNIX: 1, AF_INET: 2, AF_INET6: 10 } as const;
+
+/**
+ * The filter's rules as `seccomp-filter.py` takes them (its RULES argument).
+ *
+ * @example
+ * spawn('python3', ['-I', 'seccomp-filter.py', seccompRules()]);
+ */
+export function seccompRules(): string {
+  return JSON.stringify({
+    required: DENIED_SYSCALLS,
+    whereKnown: DENIED_WHERE_KNOWN,
+    socketFamilies: Object.values(SOCKET_FAMILIES),
+  });
+}
+
+/**
+ * The argv that loads the filter into a new process and then executes `program` under it: for
+ * sandboxes whose runtime applies no filter of ours (Docker). Runs `python3` with libseccomp's
+ * bindings (python3-seccomp) inside the sandbox; fails, naming what is missing, without them.
+ *
+ * @example
+ * createExec(workspaceId, await underSeccompFilter(['python3', '-I', '-S', '-c', supervisor]));
+ */
+export async function underSeccompFilter(program: readonly string[]): Promise<string[]> {
+  const source = (await packagedSource(FILTER_SCRIPT)).toString('utf8');
+  return ['python3', '-I', '-c', source, '--exec', seccompRules(), ...program];
+}
 
 /**
  * The seccomp filter cannot be built on this host; the message says what is missing and how to
@@ -163,8 +206,8 @@ function checkedProgram(program: Buffer): Buffer {
 }
 
 function buildFilter(python: string): Promise<Buffer> {
-  const script = path.join(packageRoot(), 'src/sandbox/limits/seccomp-filter.py');
-  const lists = JSON.stringify({ required: DENIED_SYSCALLS, whereKnown: DENIED_WHERE_KNOWN });
+  const script = path.join(packageRoot(), FILTER_SCRIPT);
+  const lists = seccompRules();
   return new Promise((resolve, reject) => {
     // -I: neither PYTHON* variables nor user site-packages decide what the filter is built from.
     // (-S would also hide dist-packages, where Debian installs the seccomp module.) The service's
