@@ -1,6 +1,7 @@
 import { benchArtifacts } from './artifacts.js';
 import { benchChat } from './chat.js';
 import { benchDocker } from './docker.js';
+import { benchEgress } from './egress.js';
 import { benchHealth } from './health.js';
 import { benchLoad } from './load.js';
 import { benchMcpEras } from './mcp-eras.js';
@@ -25,6 +26,7 @@ const BENCHMARKS: Record<string, (flags: BenchFlags) => Promise<unknown>> = {
   sandbox: () => benchSandbox(),
   chat: () => benchChat(),
   docker: () => benchDocker(),
+  egress: () => benchEgress(),
   'mcp-memory': () => benchMcpMemory(),
   'mcp-eras': () => benchMcpEras(),
   load: (flags) => benchLoad(flags.streams === undefined ? {} : { streams: flags.streams }),

@@ -33,6 +33,10 @@ const EraseBody = z
 const Counts = z
   .object({
     workspaces: z.number().int(),
+    egressDecisions: z
+      .number()
+      .int()
+      .openapi({ description: "The egress proxy's records of the workspace's connections, erased with it." }),
     uploads: z.number().int(),
     artifacts: z.number().int(),
     chats: z.number().int(),

@@ -12,6 +12,7 @@ import { createAgent, createTenant } from '../src/tenancy/tenants.js';
 import { registerAdminAgentListRoutes } from './admin-agent-lists.js';
 import { auditAdminWrites, registerAdminAuditRoutes } from './admin-audit.js';
 import { registerAdminDirectoryRoutes } from './admin-directory.js';
+import { registerAdminEgressRoutes } from './admin-egress.js';
 import { registerAdminLifecycleRoutes } from './admin-lifecycle.js';
 import { ADMIN_ROUTE, AgentParams, body, json, NameBody, TenantParams } from './admin-schemas.js';
 import { registerAdminUsageRoutes } from './admin-usage.js';
@@ -161,5 +162,6 @@ export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenc
   registerAdminAgentListRoutes(app, deps);
   registerAdminAuditRoutes(app, deps);
   registerAdminUsageRoutes(app, deps);
+  registerAdminEgressRoutes(app, deps);
   registerAdminLifecycleRoutes(app, deps);
 }

@@ -69,6 +69,21 @@ const StatusSchema = z
       operatorEnabled: z.boolean().openapi({ description: 'MORDN_SANDBOX_ENABLED: nothing opens without it.' }),
       backend: z.string().nullable(),
       containment: z.string().nullable().openapi({ description: 'What isolates one workspace from the host.' }),
+      egress: z
+        .object({
+          enabled: z
+            .boolean()
+            .openapi({ description: 'MORDN_SANDBOX_EGRESS=on: nothing leaves a sandbox without it.' }),
+          tenants: z
+            .array(z.string())
+            .nullable()
+            .openapi({ description: 'MORDN_SANDBOX_EGRESS_TENANTS: the only tenants egress opens for; null for all.' }),
+          packageIndexUrl: z.string().openapi({ description: 'The package index the `packages` mode opens.' }),
+          ports: z.array(z.number().int()).openapi({ description: 'The only ports a connection may use.' }),
+          maxConnections: z.number().int().openapi({ description: 'Connections a workspace may hold open at once.' }),
+          bytesPerDay: z.number().int().openapi({ description: 'Bytes a workspace may move per UTC day.' }),
+        })
+        .openapi({ description: "The operator's ceiling on sandbox network access (see the agent's `network`)." }),
     }),
     storage: z.object({ driver: z.string() }),
     database: z.object({ dialect: z.string() }),
@@ -125,7 +140,8 @@ const statusRoute = createRoute({
   method: 'get',
   path: '/console/api/status',
   tags: CONSOLE_TAGS,
-  summary: "The operator's view: sandbox switch, backend and containment, readiness, storage, database and model.",
+  summary:
+    "The operator's view: sandbox switch, backend, containment and egress ceiling, readiness, storage, database and model.",
   security: COOKIE_SECURITY,
   responses: {
     200: { description: 'Status.', content: { 'application/json': { schema: StatusSchema } } },
@@ -141,6 +157,18 @@ function containmentOf(sandbox: AppDependencies['config']['sandbox']): string {
   return sandbox.weakLimits
     ? 'bubblewrap namespaces and seccomp; per-process limits only (MORDN_SANDBOX_WEAK_LIMITS)'
     : 'bubblewrap namespaces, seccomp, cgroup and filesystem quotas';
+}
+
+/** The egress settings an operator may see in the console: the ceiling, never the private ranges. */
+function egressCeilingOf(egress: AppDependencies['config']['sandbox']['egress']) {
+  return {
+    enabled: egress.enabled,
+    tenants: egress.allowedTenants ?? null,
+    packageIndexUrl: egress.packageIndexUrl,
+    ports: egress.ports,
+    maxConnections: egress.maxConnections,
+    bytesPerDay: egress.bytesPerDay,
+  };
 }
 
 function isHttps(c: Context<AppEnv>, publicUrl: string): boolean {
@@ -257,6 +285,7 @@ export function registerConsoleRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
           operatorEnabled: sandbox.enabled,
           backend: sandbox.enabled ? sandbox.backend : null,
           containment: sandbox.enabled ? containmentOf(sandbox) : null,
+          egress: egressCeilingOf(sandbox.egress),
         },
         storage: { driver: storage.kind },
         database: { dialect: deps.database.dialect },

@@ -22,6 +22,7 @@ import { readBodyWithLimit } from '../src/http/request-body.js';
 import { boundedToolResult } from '../src/mcp/bounded-tool-result.js';
 import { isEchoableId, MAX_JSON_RPC_ID_BYTES, toolResultBudget } from '../src/mcp/response-bounds.js';
 import { createSandboxMcpServer, type ToolCallParameters } from '../src/mcp/sandbox-mcp-server.js';
+import { effectivePolicy } from '../src/sandbox/egress/effective-policy.js';
 import { evaluateSandboxGate, sandboxGateDependencies } from '../src/sandbox/gate.js';
 import { createToolOutputFilter } from '../src/sandbox/output-filter.js';
 import {
@@ -32,7 +33,7 @@ import {
   reserveWorkspaceSlot,
   runAdmittedCall,
 } from '../src/sandbox/tool-calls.js';
-import { sandboxToolDefinitions } from '../src/sandbox/tools/definitions.js';
+import { NO_NETWORK, sandboxToolDefinitions } from '../src/sandbox/tools/definitions.js';
 import { readUserWorkspaceUsage } from '../src/sandbox/tools/workspace-usage.js';
 
 /** Methods of the MCP endpoint a stateless server refuses with 405 (there is no stream or session). */
@@ -370,7 +371,17 @@ async function handleMcpMessage(
     return outcome.ok ? boundedToolResult(outcome.result as Record<string, unknown>, bound) : failure(outcome.error);
   };
 
-  const definitions = sandboxToolDefinitions(deps.config.sandbox).filter((definition) =>
+  // Listing tells the model what the workspace's network reaches: the published policy, read
+  // without provisioning anything. Other requests never show a description.
+  const listing = message.method === 'tools/list' || message.method === 'server/discover';
+  const network = listing
+    ? effectivePolicy(
+        deps.config.sandbox.egress,
+        principal.tenantId,
+        await getEffectiveConfig(deps.database.db, principal.agentId),
+      )
+    : NO_NETWORK;
+  const definitions = sandboxToolDefinitions(deps.config.sandbox, network).filter((definition) =>
     reachable.includes(definition.name),
   );
   const server = createSandboxMcpServer(definitions, handle);

@@ -3,20 +3,29 @@
 # alone, for CI and for hosts that cannot pull from an image registry:
 #
 #   debootstrap --variant=minbase bookworm, then in that root
-#   apt-get install --no-install-recommends <sandbox-image/packages.txt>, as the Dockerfile does
+#   apt-get install --no-install-recommends mordn-sandbox-stand-ins <sandbox-image/packages.txt>,
+#     as the Dockerfile does
 #   + the sandbox user (uid/gid 1000) and /workspace, as in the Dockerfile
 #   | docker import, with the Dockerfile's ENV, WORKDIR, USER and labels
 #
+# mordn-sandbox-stand-ins is an empty package made in the root, as in the Dockerfile, that
+# provides python3-pythran: python3-scipy depends on it but never uses it at run time, and it
+# would bring a C++ compiler, the boost headers and python3-dev (see packages.txt).
+#
 # (The packages go through apt rather than debootstrap --include because debootstrap's resolver
-# always takes the first alternative of a dependency, ignoring the lighter alternatives that
-# packages.txt names, and the image would grow by a compiler and scipy.)
+# always takes the first alternative of a dependency, ignoring the alternatives that packages.txt
+# names, and knows nothing of the stand-in.)
 #
 # Usage: scripts/build-sandbox-image.sh [--tag mordn-sandbox:latest] [--mirror URL]
-#                                       [--pptx-wheel PATH] [--force]
+#                                       [--packages FILE] [--pptx-wheel PATH] [--force]
 #
-# The image is labelled with a recipe hash (packages.txt, this script and any pptx wheel); when an
-# image with the tag already carries the same recipe, nothing is rebuilt. --force rebuilds anyway,
-# for instance to pick up a Debian point release.
+# --packages installs another list instead of sandbox-image/packages.txt, in the same format: a
+# variant of the image (docs/sandbox-runtime.md). The service relies on what packages.txt lists,
+# so start from a copy of it.
+#
+# The image is labelled with a recipe hash (the package list, this script and any pptx wheel);
+# when an image with the tag already carries the same recipe, nothing is rebuilt. --force rebuilds
+# anyway, for instance to pick up a Debian point release.
 #
 # python-pptx is not packaged in bookworm and PyPI may be out of reach: without --pptx-wheel the
 # image lacks it. --pptx-wheel unpacks a python_pptx wheel supplied locally (0.6.23, as the
@@ -34,6 +43,7 @@ readonly CONTRACT_LABEL=org.mordn.sandbox-image.contract=2
 
 tag=mordn-sandbox:latest
 mirror=http://deb.debian.org/debian
+packages_file=
 pptx_wheel=
 force=0
 
@@ -50,6 +60,8 @@ while [ $# -gt 0 ]; do
     --tag=*) tag=${1#*=}; shift ;;
     --mirror) [ $# -ge 2 ] || die "--mirror needs a value"; mirror=$2; shift 2 ;;
     --mirror=*) mirror=${1#*=}; shift ;;
+    --packages) [ $# -ge 2 ] || die "--packages needs a value"; packages_file=$2; shift 2 ;;
+    --packages=*) packages_file=${1#*=}; shift ;;
     --pptx-wheel) [ $# -ge 2 ] || die "--pptx-wheel needs a value"; pptx_wheel=$2; shift 2 ;;
     --pptx-wheel=*) pptx_wheel=${1#*=}; shift ;;
     --force) force=1; shift ;;
@@ -60,8 +72,9 @@ done
 
 script_file=$(readlink -f "${BASH_SOURCE[0]}")
 repo_dir=$(dirname "$(dirname "$script_file")")
-packages_file=$repo_dir/sandbox-image/packages.txt
+packages_file=${packages_file:-$repo_dir/sandbox-image/packages.txt}
 [ -f "$packages_file" ] || die "missing $packages_file"
+packages_file=$(readlink -f "$packages_file")
 [ -n "$tag" ] || die "--tag must not be empty"
 
 if [ -n "$pptx_wheel" ]; then
@@ -138,11 +151,26 @@ run_logged "$work_dir/debootstrap.log" debootstrap \
   debootstrap --variant=minbase "$SUITE" "$rootfs" "$mirror"
 say "debootstrap done in $(($(date +%s) - started)) s; installing: $packages"
 
+# The stand-in for what packages depend on only to be built, exactly as in sandbox-image/Dockerfile.
+mkdir -p "$rootfs/tmp/stand-ins/DEBIAN"
+cat >"$rootfs/tmp/stand-ins/DEBIAN/control" <<'EOF'
+Package: mordn-sandbox-stand-ins
+Version: 1
+Architecture: all
+Maintainer: Mordn sandbox image <root@localhost>
+Provides: python3-pythran
+Description: stands in for packages the sandbox image needs no part of
+ python3-scipy depends on python3-pythran, which it uses only when it is built, and which
+ would bring g++, the boost headers and python3-dev into the image.
+EOF
+run_logged "$work_dir/stand-ins.log" "building the stand-in package" \
+  in_root dpkg-deb --root-owner-group --build /tmp/stand-ins /tmp/mordn-sandbox-stand-ins.deb
+
 mount -t proc proc "$rootfs/proc"
 run_logged "$work_dir/apt-update.log" "apt-get update in the root" in_root apt-get update
 # shellcheck disable=SC2086 # one word per package
 run_logged "$work_dir/apt-install.log" "apt-get install in the root" \
-  in_root apt-get install -y --no-install-recommends $packages
+  in_root apt-get install -y --no-install-recommends /tmp/mordn-sandbox-stand-ins.deb $packages
 umount "$rootfs/proc"
 say "$(in_root dpkg-query -W -f '.' | wc -c) packages installed, $(($(date +%s) - started)) s"
 
@@ -202,8 +230,12 @@ fi
 # Check the image the way sandboxes run it before giving it the tag, so a broken build is never
 # taken for an up-to-date one.
 smoke='
-import matplotlib.pyplot as plt, pandas, openpyxl, docx, pypdf, lxml, PIL, xlsxwriter, os
+import matplotlib.pyplot as plt, pandas, openpyxl, docx, pypdf, lxml, PIL, xlsxwriter, os, ssl
+import numpy, scipy.stats, sklearn, seaborn, statsmodels.api, sympy, networkx, subprocess, sys
 plt.plot([1, 2]); plt.savefig("/tmp/smoke.png")
+scipy.stats.siegelslopes([1.0, 2.0, 4.0])  # built by pythran with scipy: runs without it
+assert ssl.create_default_context().cert_store_stats()["x509_ca"] > 0, "no CA bundle"
+subprocess.run([sys.executable, "-m", "pip", "--version"], check=True, stdout=subprocess.DEVNULL)
 assert os.getuid() == 1000 and os.getcwd() == "/workspace"
 '
 if [ -n "$pptx_wheel" ]; then smoke+=$'import pptx\n'; fi

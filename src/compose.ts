@@ -6,6 +6,8 @@ import type { Logger } from './logger.js';
 import { createHttpMetrics } from './metrics.js';
 import { ExplainedReadinessFailure } from './readiness.js';
 import { createSandboxRuntime } from './sandbox/create-sandbox.js';
+import type { ResolveAll } from './sandbox/egress/destinations.js';
+import type { EgressProxy } from './sandbox/egress/egress-proxy.js';
 import type { ToolAuthorizer } from './sandbox/execution-policy.js';
 import { createStorage } from './storage/create-storage.js';
 
@@ -19,11 +21,21 @@ export interface ComposeOptions {
   sandboxReadiness?: () => Promise<boolean>;
   /** The execution policy's custom hook, run before every tool call. */
   authorizeToolCall?: ToolAuthorizer;
+  /** The resolver the sandbox egress proxy looks names up with (tests map names to their own addresses). */
+  resolve?: ResolveAll;
 }
 
 export interface ComposedDependencies extends AppDependencies {
   /** Releases what composing opened (the database, unless it was passed in). */
   close(): Promise<void>;
+}
+
+/** The egress proxy's readiness: a proxy that cannot serve fails closed and says why. */
+function egressCheck(egress: EgressProxy): () => Promise<void> {
+  return async () => {
+    const problem = await egress.problem();
+    if (problem) throw new ExplainedReadinessFailure(problem);
+  };
 }
 
 /**
@@ -34,8 +46,12 @@ export async function composeDependencies(config: Config, options: ComposeOption
   const database = options.database ?? (await openDatabase(config.database));
   try {
     const { storage, localDownloads } = await createStorage(config);
+    const metrics = createHttpMetrics({ processMetrics: options.processMetrics ?? false });
     const runtime = createSandboxRuntime(config, {
       logger: options.logger,
+      db: database.db,
+      metrics,
+      ...(options.resolve ? { resolve: options.resolve } : {}),
       ...(options.authorizeToolCall ? { authorize: options.authorizeToolCall } : {}),
     });
     const sandbox = runtime && options.sandboxReadiness ? { ...runtime, isReady: options.sandboxReadiness } : runtime;
@@ -43,7 +59,7 @@ export async function composeDependencies(config: Config, options: ComposeOption
       config,
       database,
       logger: options.logger,
-      metrics: createHttpMetrics({ processMetrics: options.processMetrics ?? false }),
+      metrics,
       lifecycle: createLifecycle(),
       storage,
       ...(localDownloads ? { localDownloads } : {}),
@@ -60,11 +76,15 @@ export async function composeDependencies(config: Config, options: ComposeOption
                   throw problem ? new ExplainedReadinessFailure(problem) : new Error('sandbox backend is not ready');
                 },
               },
+              ...(config.sandbox.egress.enabled && sandbox.egress
+                ? [{ name: 'egress', check: egressCheck(sandbox.egress) }]
+                : []),
             ]
           : []),
       ],
       close: async () => {
         // Workspace sandboxes end with the service (their files stay).
+        await runtime?.egress?.close();
         await runtime?.backend.close?.();
         if (!options.database) await database.close();
       },

@@ -197,6 +197,81 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('keeps sandbox egress off by default, with the public index, ports 80 and 443 and the documented caps', () => {
+    expect(loadConfig({}).sandbox.egress).toEqual({
+      enabled: false,
+      packageIndexUrl: 'https://pypi.org/simple/',
+      packageIndexHosts: [{ kind: 'name', host: 'files.pythonhosted.org' }],
+      privateCidrs: [],
+      ports: [80, 443],
+      maxConnections: 16,
+      bytesPerDay: 1024 ** 3,
+      idleSeconds: 60,
+      bytesPerSecond: 100 * 1024 ** 2,
+      logRetentionDays: 30,
+    });
+  });
+
+  it('reads the egress variables', () => {
+    const egress = loadConfig({
+      MORDN_SANDBOX_EGRESS: 'on',
+      MORDN_SANDBOX_EGRESS_TENANTS: 'ten_a, ten_b',
+      MORDN_SANDBOX_PACKAGE_INDEX_URL: 'http://10.1.2.3:8080/simple/',
+      MORDN_SANDBOX_PACKAGE_INDEX_HOSTS: 'files.example.net:8443,*.cdn.example.net',
+      MORDN_SANDBOX_EGRESS_PRIVATE_CIDRS: '10.1.2.3/32,fd00::/8',
+      MORDN_SANDBOX_EGRESS_PORTS: '443,8080,8443',
+      MORDN_SANDBOX_EGRESS_MAX_CONNECTIONS: '4',
+      MORDN_SANDBOX_EGRESS_BYTES_PER_DAY: '1048576',
+      MORDN_SANDBOX_EGRESS_IDLE_SECONDS: '5',
+      MORDN_SANDBOX_EGRESS_LOG_RETENTION_DAYS: '0',
+    }).sandbox.egress;
+    expect(egress).toMatchObject({
+      enabled: true,
+      allowedTenants: ['ten_a', 'ten_b'],
+      packageIndexUrl: 'http://10.1.2.3:8080/simple/',
+      packageIndexHosts: [
+        { kind: 'name', host: 'files.example.net', port: 8443 },
+        { kind: 'wildcard', domain: 'cdn.example.net' },
+      ],
+      privateCidrs: [
+        { address: '10.1.2.3', prefix: 32, family: 'ipv4' },
+        { address: 'fd00::', prefix: 8, family: 'ipv6' },
+      ],
+      ports: [443, 8080, 8443],
+      maxConnections: 4,
+      bytesPerDay: 1048576,
+      idleSeconds: 5,
+      logRetentionDays: 0,
+    });
+  });
+
+  it.each([
+    ['MORDN_SANDBOX_EGRESS', 'true'],
+    ['MORDN_SANDBOX_EGRESS', 'yes'],
+    ['MORDN_SANDBOX_PACKAGE_INDEX_URL', 'ftp://mirror/simple/'],
+    ['MORDN_SANDBOX_PACKAGE_INDEX_URL', 'https://user:secret@mirror/simple/'],
+    ['MORDN_SANDBOX_PACKAGE_INDEX_HOSTS', 'https://files.example.net'],
+    ['MORDN_SANDBOX_EGRESS_PRIVATE_CIDRS', '10.0.0.0/33'],
+    ['MORDN_SANDBOX_EGRESS_PORTS', '443,0'],
+    ['MORDN_SANDBOX_EGRESS_PORTS', '443,http'],
+    ['MORDN_SANDBOX_EGRESS_MAX_CONNECTIONS', '0'],
+    ['MORDN_SANDBOX_EGRESS_BYTES_PER_DAY', '-1'],
+    ['MORDN_SANDBOX_EGRESS_IDLE_SECONDS', '0'],
+    ['MORDN_SANDBOX_EGRESS_LOG_RETENTION_DAYS', 'forever'],
+  ])('refuses %s=%s, naming the variable', (variable, value) => {
+    const error = configError({ [variable]: value });
+    expect(error.variables).toEqual([variable]);
+  });
+
+  it('refuses an index on a port the egress ports do not list, when egress is on', () => {
+    const error = configError({
+      MORDN_SANDBOX_EGRESS: 'on',
+      MORDN_SANDBOX_PACKAGE_INDEX_URL: 'http://10.1.2.3:8080/simple/',
+    });
+    expect(error.variables).toEqual(['MORDN_SANDBOX_PACKAGE_INDEX_URL']);
+    expect(error.message).toContain('port 8080');
+  });
+
   it('reports every invalid variable at once', () => {
     const error = configError({ PORT: 'x', MORDN_STORAGE: 'gcs', MORDN_SANDBOX_ENABLED: 'sure' });
     expect(error.variables.sort()).toEqual(['MORDN_SANDBOX_ENABLED', 'MORDN_STORAGE', 'PORT']);

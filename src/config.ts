@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import { type HostRule, parseHostRule } from './host-rules.js';
 import {
   ALL_UPLOAD_TYPES,
   DEFAULT_UPLOAD_MAX_BYTES,
@@ -93,6 +94,8 @@ export interface SandboxConfig {
   cgroupRoot: string;
   /** Run even where the host cannot hold cgroup and quota limits (per-process limits instead). */
   weakLimits: boolean;
+  /** What may leave a workspace sandbox, and only through the service's policy proxy. */
+  egress: EgressConfig;
   /** The `docker` backend: where the Engine API is and what each workspace container gets. */
   docker: {
     /** `unix:///path/to/docker.sock` or `tcp://host:port` / `http://host:port` (a socket proxy). */
@@ -102,6 +105,39 @@ export interface SandboxConfig {
     runtime: 'runc' | 'runsc';
   };
 }
+
+/**
+ * The operator's ceiling on sandbox egress. Nothing leaves any sandbox unless `enabled` and the
+ * tenant is allowed, and then only what the agent's published network policy names.
+ */
+export interface EgressConfig {
+  /** `MORDN_SANDBOX_EGRESS=on`. */
+  enabled: boolean;
+  /** When set, only these tenants' agents may open egress. */
+  allowedTenants?: string[];
+  /** The Python package index `packages` mode opens (a PEP 503 `/simple/` URL). */
+  packageIndexUrl: string;
+  /** Further `host[:port]` entries the index needs (its file host, a CDN). */
+  packageIndexHosts: HostRule[];
+  /** Refused addresses that may be reached after all (an internal mirror). */
+  privateCidrs: Cidr[];
+  /** The only ports any connection may use. */
+  ports: number[];
+  /** Connections a workspace may have open at once. */
+  maxConnections: number;
+  /** Bytes (both directions) a workspace may move per UTC day, counted across replicas. */
+  bytesPerDay: number;
+  /** A connection that moves nothing for this long is closed. */
+  idleSeconds: number;
+  /** Bytes a second a workspace's connections move at most, both ways together. */
+  bytesPerSecond: number;
+  /** Days the egress decisions are kept. */
+  logRetentionDays: number;
+}
+
+/** The public Python package index, and the host its files are served from. */
+export const DEFAULT_PACKAGE_INDEX_URL = 'https://pypi.org/simple/';
+const DEFAULT_PACKAGE_INDEX_HOSTS = 'files.pythonhosted.org';
 
 /** The operator's configuration, parsed once at start-up and passed to whatever needs it. */
 export interface Config {
@@ -282,6 +318,17 @@ const EnvironmentSchema = z.object({
   MORDN_SANDBOX_IDLE_SECONDS: integer(300, 10, 86_400),
   MORDN_SANDBOX_WARM_SANDBOXES: integer(2, 0, 64),
   MORDN_SANDBOX_TOKEN_MAX_SECONDS: integer(3600, 60, 86_400),
+  MORDN_SANDBOX_EGRESS: choice(['off', 'on'], 'off'),
+  MORDN_SANDBOX_EGRESS_TENANTS: optionalString,
+  MORDN_SANDBOX_PACKAGE_INDEX_URL: httpUrl,
+  MORDN_SANDBOX_PACKAGE_INDEX_HOSTS: optionalString,
+  MORDN_SANDBOX_EGRESS_PRIVATE_CIDRS: optionalString,
+  MORDN_SANDBOX_EGRESS_PORTS: optionalString,
+  MORDN_SANDBOX_EGRESS_MAX_CONNECTIONS: integer(16, 1, 1024),
+  MORDN_SANDBOX_EGRESS_BYTES_PER_DAY: integer(1024 ** 3, 1024, 1024 ** 5),
+  MORDN_SANDBOX_EGRESS_IDLE_SECONDS: integer(60, 1, 3600),
+  MORDN_SANDBOX_EGRESS_BYTES_PER_SECOND: integer(100 * 1024 ** 2, 64 * 1024, 10 * 1024 ** 3),
+  MORDN_SANDBOX_EGRESS_LOG_RETENTION_DAYS: integer(30, 0, 3650),
   MORDN_SANDBOX_WORKSPACE_MAX_FILES: optionalString,
   MORDN_SANDBOX_CGROUP_ROOT: optionalString.transform((value) => value ?? '/sys/fs/cgroup'),
   MORDN_SANDBOX_WEAK_LIMITS: booleanFlag(false),
@@ -423,11 +470,82 @@ function parseSandbox(environment: Environment, problems: Problem[]): SandboxCon
     workspaceMaxFiles: parseMaxFiles(environment, problems),
     cgroupRoot: parseCgroupRoot(environment.MORDN_SANDBOX_CGROUP_ROOT, problems),
     weakLimits: environment.MORDN_SANDBOX_WEAK_LIMITS,
+    egress: parseEgress(environment, problems),
     docker: {
       host: parseDockerHost(environment.MORDN_DOCKER_HOST, problems),
       image: environment.MORDN_SANDBOX_IMAGE,
       runtime: environment.MORDN_SANDBOX_RUNTIME,
     },
+  };
+}
+
+/** A comma-separated list parsed entry by entry; each bad entry is named in one problem. */
+function parseEntries<T>(
+  variable: string,
+  value: string | undefined,
+  parse: (entry: string) => T | undefined,
+  expected: string,
+  problems: Problem[],
+): T[] {
+  const entries = parseList(value) ?? [];
+  const parsed = entries.map((entry) => ({ entry, value: parse(entry) }));
+  const invalid = parsed.filter((item) => item.value === undefined).map((item) => `"${item.entry}"`);
+  if (invalid.length > 0) problems.push({ variable, message: `must be ${expected} (not ${invalid.join(', ')})` });
+  return parsed.flatMap((item) => (item.value === undefined ? [] : [item.value]));
+}
+
+function parseEgress(environment: Environment, problems: Problem[]): EgressConfig {
+  const ports = parseEntries(
+    'MORDN_SANDBOX_EGRESS_PORTS',
+    environment.MORDN_SANDBOX_EGRESS_PORTS ?? '80,443',
+    (entry) => (/^\d{1,5}$/.test(entry) && Number(entry) >= 1 && Number(entry) <= 65_535 ? Number(entry) : undefined),
+    'a comma-separated list of ports from 1 to 65535, such as 80,443',
+    problems,
+  );
+  const index = environment.MORDN_SANDBOX_PACKAGE_INDEX_URL;
+  if (index && (index.username || index.password || index.search || index.hash)) {
+    problems.push({
+      variable: 'MORDN_SANDBOX_PACKAGE_INDEX_URL',
+      message: 'must not contain credentials, a query or a fragment',
+    });
+  }
+  const indexUrl = index?.href ?? DEFAULT_PACKAGE_INDEX_URL;
+  const indexPort = Number(new URL(indexUrl).port || (indexUrl.startsWith('https:') ? 443 : 80));
+  if (environment.MORDN_SANDBOX_EGRESS === 'on' && ports.length > 0 && !ports.includes(indexPort)) {
+    problems.push({
+      variable: 'MORDN_SANDBOX_PACKAGE_INDEX_URL',
+      message: `uses port ${indexPort}, which MORDN_SANDBOX_EGRESS_PORTS does not list (${ports.join(',')})`,
+    });
+  }
+  return {
+    enabled: environment.MORDN_SANDBOX_EGRESS === 'on',
+    ...(environment.MORDN_SANDBOX_EGRESS_TENANTS !== undefined
+      ? { allowedTenants: parseList(environment.MORDN_SANDBOX_EGRESS_TENANTS) ?? [] }
+      : {}),
+    packageIndexUrl: indexUrl,
+    packageIndexHosts: parseEntries(
+      'MORDN_SANDBOX_PACKAGE_INDEX_HOSTS',
+      environment.MORDN_SANDBOX_PACKAGE_INDEX_HOSTS ?? DEFAULT_PACKAGE_INDEX_HOSTS,
+      (entry) => {
+        const rule = parseHostRule(entry);
+        return 'error' in rule ? undefined : rule;
+      },
+      'a comma-separated list of host[:port] entries, such as files.example.net:8443',
+      problems,
+    ),
+    privateCidrs: parseEntries(
+      'MORDN_SANDBOX_EGRESS_PRIVATE_CIDRS',
+      environment.MORDN_SANDBOX_EGRESS_PRIVATE_CIDRS,
+      parseCidr,
+      'a comma-separated list of CIDRs such as 10.1.2.3/32,fd00::/8',
+      problems,
+    ),
+    ports,
+    maxConnections: environment.MORDN_SANDBOX_EGRESS_MAX_CONNECTIONS,
+    bytesPerDay: environment.MORDN_SANDBOX_EGRESS_BYTES_PER_DAY,
+    idleSeconds: environment.MORDN_SANDBOX_EGRESS_IDLE_SECONDS,
+    bytesPerSecond: environment.MORDN_SANDBOX_EGRESS_BYTES_PER_SECOND,
+    logRetentionDays: environment.MORDN_SANDBOX_EGRESS_LOG_RETENTION_DAYS,
   };
 }
 

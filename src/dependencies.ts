@@ -5,6 +5,7 @@ import type { Logger } from './logger.js';
 import type { HttpMetrics } from './metrics.js';
 import type { ReadinessCheck } from './readiness.js';
 import type { SandboxBackend } from './sandbox/backend.js';
+import type { EgressProxy } from './sandbox/egress/egress-proxy.js';
 import type { ToolAuthorizer } from './sandbox/execution-policy.js';
 import type { FileStorage, LocalDownloads } from './storage/file-storage.js';
 
@@ -17,6 +18,8 @@ export interface SandboxRuntime {
   problem?(): string | undefined;
   /** Runs before every tool call, after the allow-list; a throw or `false` denies (fail closed). */
   authorize?: ToolAuthorizer;
+  /** The policy proxy, every sandbox's only way out (see `createEgressProxy`). */
+  egress?: EgressProxy;
 }
 
 /**

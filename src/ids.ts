@@ -11,6 +11,7 @@ export const ID_PREFIX = {
   auditEntry: 'aud',
   toolCall: 'call',
   consoleSession: 'cs',
+  egressDecision: 'egr',
 } as const;
 
 /**

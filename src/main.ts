@@ -8,6 +8,7 @@ import { secureDataDirectory, temporaryDirectories } from './data-directory.js';
 import { createLogger } from './logger.js';
 import { runPeriodically } from './periodic.js';
 import { type PermissionRepair, PrivatePathError } from './private-files.js';
+import { sweepEgressLog } from './sandbox/egress/egress-log.js';
 import { startRetentionSweeper } from './sandbox/retention.js';
 import { startServer } from './server.js';
 import { removeOrphanedTemporaryFiles } from './temporary-files.js';
@@ -75,6 +76,14 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
     60 * 60 * 1000,
     (error) => logger.error({ err: error }, 'download audit sweep failed'),
   );
+  // Egress decisions (and daily byte counts) past their retention, hourly too.
+  const stopEgressSweeper = deps.sandbox
+    ? runPeriodically(
+        () => sweepEgressLog(deps.database.db, config.sandbox.egress.logRetentionDays),
+        60 * 60 * 1000,
+        (error) => logger.error({ err: error }, 'egress log sweep failed'),
+      )
+    : undefined;
   // Console sessions that expired unattended: their preview users' data goes hourly too.
   const stopConsoleSweeper = config.adminToken
     ? runPeriodically(
@@ -110,6 +119,7 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
     deps.lifecycle.startDraining();
     stopSweeper?.();
     stopAuditSweeper();
+    stopEgressSweeper?.();
     stopConsoleSweeper?.();
     try {
       await server.close(config.shutdownTimeoutMs);

@@ -19,6 +19,8 @@ export interface HttpMetrics {
    * a label per tenant would make a series per tenant. Per-tenant figures are the admin API's.
    */
   observeArtifactDownload(status: number): void;
+  /** Counts one decision of the sandbox egress proxy, by decision and reason only. */
+  observeEgress(decision: 'allowed' | 'refused', reason: string | null): void;
 }
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -27,6 +29,7 @@ const DURATION = 'mordn_http_request_duration_seconds';
 const IN_FLIGHT = 'mordn_http_requests_in_flight';
 const PROBES = 'mordn_http_probes_total';
 const ARTIFACT_DOWNLOADS = 'mordn_artifact_downloads_total';
+const EGRESS = 'mordn_sandbox_egress_total';
 
 interface RouteStats {
   labels: { method: string; route: string; status: string };
@@ -52,6 +55,7 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
   const stats = new Map<string, RouteStats>();
   const probes = new Map<string, { labels: { method: string; route: string }; count: number }>();
   const downloads = new Map<number, { labels: { status: string }; count: number }>();
+  const egress = new Map<string, { labels: { decision: string; reason: string }; count: number }>();
   let inFlight = 0;
 
   const exported = (
@@ -69,6 +73,7 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
       stats.clear();
       probes.clear();
       downloads.clear();
+      egress.clear();
     },
   });
 
@@ -123,6 +128,15 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
     ) as never,
   );
 
+  registry.registerMetric(
+    exported(
+      EGRESS,
+      'counter',
+      'Connections sandboxed code asked the egress proxy for, by decision (allowed, refused) and refusal reason (none when allowed).',
+      () => [...egress.values()].map((entry) => ({ labels: entry.labels, value: entry.count })),
+    ) as never,
+  );
+
   return {
     registry,
     requestStarted() {
@@ -153,6 +167,12 @@ export function createHttpMetrics(options: { processMetrics?: boolean } = {}): H
       const entry = probes.get(key) ?? { labels: { method, route }, count: 0 };
       entry.count += 1;
       probes.set(key, entry);
+    },
+    observeEgress(decision, reason) {
+      const key = `${decision} ${reason ?? 'none'}`;
+      const entry = egress.get(key) ?? { labels: { decision, reason: reason ?? 'none' }, count: 0 };
+      entry.count += 1;
+      egress.set(key, entry);
     },
     observeArtifactDownload(status) {
       const entry = downloads.get(status) ?? { labels: { status: String(status) }, count: 0 };

@@ -124,7 +124,7 @@ async function bucketKeys(s3: TestS3Server): Promise<string[]> {
   }
 }
 
-const ZERO = { workspaces: 0, uploads: 0, artifacts: 0, chats: 0 };
+const ZERO = { workspaces: 0, egressDecisions: 0, uploads: 0, artifacts: 0, chats: 0 };
 
 describe('erasing a user on local storage', () => {
   let service: TestService;
@@ -207,7 +207,7 @@ describe('erasing a user on local storage', () => {
     const one = { ...ZERO, workspaces: 1 };
     expect(await readJson(bare)).toEqual({ dryRun: true, counts: one, remaining: one, status: 'partial' });
 
-    const all = { workspaces: 1, uploads: 1, artifacts: 1, chats: 2 };
+    const all = { workspaces: 1, egressDecisions: 0, uploads: 1, artifacts: 1, chats: 2 };
     const full = await readJson(
       await erase(service, agent.agentId, 'alice', { include: ['uploads', 'artifacts', 'chats'] }),
     );
@@ -228,7 +228,7 @@ describe('erasing a user on local storage', () => {
     expect(response.status).toBe(200);
     expect(await readJson(response)).toEqual({
       dryRun: false,
-      counts: { workspaces: 1, uploads: 1, artifacts: 1, chats: 0 },
+      counts: { workspaces: 1, egressDecisions: 0, uploads: 1, artifacts: 1, chats: 0 },
       remaining: ZERO,
       status: 'complete',
     });
@@ -351,8 +351,8 @@ describe('erasing while storage fails', () => {
     expect(failed.status).toBe(200);
     expect(await readJson(failed)).toEqual({
       dryRun: false,
-      counts: { workspaces: 1, uploads: 0, artifacts: 0, chats: 2 },
-      remaining: { workspaces: 0, uploads: 1, artifacts: 1, chats: 0 },
+      counts: { workspaces: 1, egressDecisions: 0, uploads: 0, artifacts: 0, chats: 2 },
+      remaining: { workspaces: 0, egressDecisions: 0, uploads: 1, artifacts: 1, chats: 0 },
       status: 'partial',
     });
     const kept = await service.database.db
@@ -368,7 +368,7 @@ describe('erasing while storage fails', () => {
     const retried = await readJson(await erase(service, agent.agentId, 'dave', { dryRun: false, include }));
     expect(retried).toEqual({
       dryRun: false,
-      counts: { workspaces: 0, uploads: 1, artifacts: 1, chats: 0 },
+      counts: { workspaces: 0, egressDecisions: 0, uploads: 1, artifacts: 1, chats: 0 },
       remaining: ZERO,
       status: 'complete',
     });

@@ -34,12 +34,13 @@ describe(`database layer (${testDialect()})`, () => {
       '0006-artifact-lifecycle',
       '0007-admin-audit',
       '0008-console-sessions',
+      '0009-sandbox-egress',
     ]);
     await migrateToLatest(database.db, database.dialect);
     const second = await target.open();
     await second.close();
     const again = await sql<{ name: string }>`select name from kysely_migration`.execute(database.db);
-    expect(again.rows).toHaveLength(8);
+    expect(again.rows).toHaveLength(9);
   });
 
   it('reads epoch-millisecond bigints back as numbers', async () => {

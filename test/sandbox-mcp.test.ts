@@ -478,7 +478,9 @@ describe.each(MCP_ERAS)('the sandbox MCP endpoint: $name', (era) => {
         const read = await callTool(bob, 'sandbox_read_file', { path: 'alice-only.txt' });
         expect(read.value.error.code).toBe('NOT_FOUND');
         const search = await callTool(bob, 'sandbox_exec', {
-          command: 'ls /workspace/.. ; find / -name alice-only.txt 2>/dev/null | head -1; echo end',
+          // Everywhere but the read-only system tree and /proc (a workspace can be in neither).
+          command:
+            'ls /workspace/.. ; find / \\( -path /usr -o -path /proc -o -path /sys \\) -prune -o -name alice-only.txt -print 2>/dev/null | head -1; echo end',
         });
         expect(search.value.stdout).not.toContain('alice-only.txt');
       } finally {

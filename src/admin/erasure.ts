@@ -15,6 +15,8 @@ export type ErasableKind = (typeof ERASABLE_KINDS)[number];
 /** How many of each kind of a user's data: erased, found, or still there. */
 export interface ErasureCounts {
   workspaces: number;
+  /** Decisions of the sandbox egress proxy about the user's workspace (erased with it, always). */
+  egressDecisions: number;
   uploads: number;
   artifacts: number;
   chats: number;
@@ -58,7 +60,7 @@ const BATCH = 100;
 const STORED_KIND = { uploads: 'upload', artifacts: 'artifact' } as const;
 
 /** The owner's rows of a table that carries all three owner columns, for counting. */
-function ownedRows(db: Db, table: 'stored_files' | 'workspaces' | 'chats', owner: FileOwner) {
+function ownedRows(db: Db, table: 'stored_files' | 'workspaces' | 'chats' | 'egress_log', owner: FileOwner) {
   // The three tables share the owner columns; typed as one of them, the query stays simple. The
   // `kind` column is only filtered on for `stored_files`.
   return db
@@ -86,13 +88,14 @@ export async function measureUserData(
     include.includes(kind)
       ? countRows(ownedRows(db, 'stored_files', owner).where('kind', '=', STORED_KIND[kind]))
       : Promise.resolve(0);
-  const [workspaces, uploads, artifacts, chats] = await Promise.all([
+  const [workspaces, egressDecisions, uploads, artifacts, chats] = await Promise.all([
     countRows(ownedRows(db, 'workspaces', owner)),
+    countRows(ownedRows(db, 'egress_log', owner)),
     stored('uploads'),
     stored('artifacts'),
     include.includes('chats') ? countRows(ownedRows(db, 'chats', owner)) : Promise.resolve(0),
   ]);
-  return { workspaces, uploads, artifacts, chats };
+  return { workspaces, egressDecisions, uploads, artifacts, chats };
 }
 
 /**
@@ -136,6 +139,7 @@ async function eraseWorkspace(deps: ErasureDependencies, owner: FileOwner): Prom
   }
   return deps.db.transaction().execute(async (transaction) => {
     await transaction.deleteFrom('workspace_leases').where('workspace_id', '=', workspace.id).execute();
+    await transaction.deleteFrom('egress_usage').where('workspace_id', '=', workspace.id).execute();
     const result = await transaction.deleteFrom('workspaces').where('id', '=', workspace.id).executeTakeFirst();
     return Number(result.numDeletedRows);
   });
@@ -214,6 +218,17 @@ async function eraseOrphanedDownloads(db: Db, owner: FileOwner): Promise<void> {
     .execute();
 }
 
+/** The decisions the egress proxy recorded about the user's workspace: who it reached, and when. */
+async function eraseEgressDecisions(db: Db, owner: FileOwner): Promise<number> {
+  const result = await db
+    .deleteFrom('egress_log')
+    .where('tenant_id', '=', owner.tenantId)
+    .where('agent_id', '=', owner.agentId)
+    .where('user_id', '=', owner.userId)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 async function eraseChats(db: Db, owner: FileOwner): Promise<number> {
   const result = await db
     .deleteFrom('chats')
@@ -247,6 +262,7 @@ export async function eraseUserData(
   }
   const counts: ErasureCounts = {
     workspaces: await eraseWorkspace(deps, owner),
+    egressDecisions: await eraseEgressDecisions(deps.db, owner),
     uploads: include.includes('uploads') ? await eraseStoredFiles(deps, owner, 'uploads') : 0,
     artifacts: include.includes('artifacts') ? await eraseStoredFiles(deps, owner, 'artifacts') : 0,
     chats: include.includes('chats') ? await eraseChats(deps.db, owner) : 0,
@@ -258,5 +274,5 @@ export async function eraseUserData(
 
 /** Whether nothing is counted. */
 export function isEmpty(counts: ErasureCounts): boolean {
-  return counts.workspaces + counts.uploads + counts.artifacts + counts.chats === 0;
+  return counts.workspaces + counts.egressDecisions + counts.uploads + counts.artifacts + counts.chats === 0;
 }

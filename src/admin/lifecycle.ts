@@ -56,7 +56,7 @@ async function settleActiveKeys(db: Db, scope: KeyScope, force: boolean): Promis
 /** Every user with erasable data (or download records) in the agent. */
 async function agentUsers(db: Db, agent: AgentRef): Promise<string[]> {
   const users = new Set<string>();
-  for (const table of ['stored_files', 'workspaces', 'chats', 'artifact_downloads'] as const) {
+  for (const table of ['stored_files', 'workspaces', 'chats', 'artifact_downloads', 'egress_log'] as const) {
     const rows = await db
       .selectFrom(table as 'chats')
       .select('user_id')
@@ -98,7 +98,7 @@ function agentRateLimitPrefix(agent: AgentRef): string {
  * anything could not be erased, or (409) when new data arrived meanwhile: a retry finishes.
  */
 async function eraseAgent(deps: ErasureDependencies, agent: AgentRef): Promise<void> {
-  const left: ErasureCounts = { workspaces: 0, uploads: 0, artifacts: 0, chats: 0 };
+  const left: ErasureCounts = { workspaces: 0, egressDecisions: 0, uploads: 0, artifacts: 0, chats: 0 };
   for (const userId of await agentUsers(deps.db, agent)) {
     const owner = { tenantId: agent.tenantId, agentId: agent.id, userId };
     const { remaining } = await eraseUserData(deps, owner, { dryRun: false, include: ERASABLE_KINDS });

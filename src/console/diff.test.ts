@@ -71,6 +71,41 @@ describe('describeDiff', () => {
     );
   });
 
+  it('says network policy changes field by field, and what an allowlist gained and lost', () => {
+    const published = { schemaVersion: 1, runtime: { sandbox: { enabled: true } } };
+    const allowlist = {
+      schemaVersion: 1,
+      runtime: { sandbox: { enabled: true, network: { mode: 'allowlist', allow: ['api.example.com'] } } },
+    };
+    expect(describeDiff(published, allowlist)).toEqual([
+      'runtime.sandbox.network.allow: not set → ["api.example.com"]',
+      'runtime.sandbox.network.mode: not set → "allowlist"',
+    ]);
+    const widened = {
+      schemaVersion: 1,
+      runtime: {
+        sandbox: { enabled: true, network: { mode: 'allowlist', allow: ['*.example.org', 'files.example.net:8443'] } },
+      },
+    };
+    expect(describeDiff(allowlist, widened)).toEqual([
+      'runtime.sandbox.network.allow: added "*.example.org", "files.example.net:8443"; removed "api.example.com"',
+    ]);
+    expect(
+      describeDiff(allowlist, {
+        schemaVersion: 1,
+        runtime: { sandbox: { enabled: true, network: { mode: 'packages' } } },
+      }),
+    ).toEqual([
+      'runtime.sandbox.network.allow: ["api.example.com"] → not set',
+      'runtime.sandbox.network.mode: "allowlist" → "packages"',
+    ]);
+  });
+
+  it('says a list with the same items reordered or repeated', () => {
+    expect(describeDiff({ accept: ['a', 'b'] }, { accept: ['b', 'a'] })).toEqual(['accept: reordered']);
+    expect(describeDiff({ accept: ['a'] }, { accept: ['a', 'a'] })).toEqual(['accept: changed']);
+  });
+
   it('gives no lines for equal configurations', () => {
     expect(describeDiff({ schemaVersion: 1, model: 'm' }, { model: 'm', schemaVersion: 1 })).toEqual([]);
   });

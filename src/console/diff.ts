@@ -76,8 +76,30 @@ function isProse(path: string, value: unknown): boolean {
   return typeof value === 'string' && (PROSE_PATHS.has(path) || value.length > 60 || value.includes('\n'));
 }
 
-/** One readable line per change: "runtime.sandbox.enabled: off → on", "instructions: changed". */
+/**
+ * A list changed in place (an allowlist, accepted types): what it gained and lost, which stays
+ * short however long the list is.
+ */
+function describeListChange(path: string, before: readonly unknown[], after: readonly unknown[]): string {
+  const added = after.filter((item) => !before.some((each) => same(each, item)));
+  const removed = before.filter((item) => !after.some((each) => same(each, item)));
+  const parts = [
+    ...(added.length > 0 ? [`added ${added.map(show).join(', ')}`] : []),
+    ...(removed.length > 0 ? [`removed ${removed.map(show).join(', ')}`] : []),
+  ];
+  if (parts.length > 0) return `${path}: ${parts.join('; ')}`;
+  // Same items: only their order or their repeats differ.
+  return `${path}: ${before.length === after.length ? 'reordered' : 'changed'}`;
+}
+
+/**
+ * One readable line per change: "runtime.sandbox.enabled: off → on", "instructions: changed",
+ * "runtime.sandbox.network.allow: added "api.example.com"".
+ */
 export function describeChange(change: FieldChange): string {
+  if (Array.isArray(change.before) && Array.isArray(change.after)) {
+    return describeListChange(change.path, change.before, change.after);
+  }
   if (isProse(change.path, change.before) || isProse(change.path, change.after)) {
     const word = change.kind === 'added' ? 'added' : change.kind === 'removed' ? 'removed' : 'changed';
     return `${change.path}: ${word}`;

@@ -23,6 +23,13 @@ export function formatDateTime(iso: string, locale?: string): string {
   return new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' }).format(date);
 }
 
+/** An ISO 8601 instant as a medium date and a time with seconds (for logs of events seconds apart). */
+export function formatDateTimeSeconds(iso: string, locale?: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'medium' }).format(date);
+}
+
 /** An ISO 8601 instant as a medium date. */
 export function formatDate(iso: string, locale?: string): string {
   const date = new Date(iso);

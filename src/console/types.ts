@@ -46,9 +46,14 @@ export interface AgentConfig {
   model?: string;
   instructions?: string;
   attachments?: { enabled?: boolean; accept?: string[]; maxBytes?: number };
-  runtime?: { sandbox?: { enabled: boolean } };
+  runtime?: { sandbox?: { enabled: boolean; network?: NetworkPolicy } };
   [field: string]: unknown;
 }
+
+export type NetworkMode = 'none' | 'packages' | 'allowlist';
+
+/** `runtime.sandbox.network`: what a workspace's code may reach (absent means `none`). */
+export type NetworkPolicy = { mode: 'none' } | { mode: 'packages' } | { mode: 'allowlist'; allow: string[] };
 
 export interface AgentConfigState {
   draft: AgentConfig | null;
@@ -69,6 +74,8 @@ export type EraseKind = 'uploads' | 'artifacts' | 'chats';
 
 export interface ErasureCounts {
   workspaces: number;
+  /** The egress proxy's records of the workspace's connections: erased with it, always. */
+  egressDecisions: number;
   uploads: number;
   artifacts: number;
   chats: number;
@@ -104,6 +111,36 @@ export interface AdminAuditEntry {
   outcome: 'ok' | 'failed';
 }
 
+export type EgressReason = 'policy' | 'egress_off' | 'private_address' | 'port' | 'method' | 'limit' | 'resolve_failed';
+
+/** One decision of the sandbox egress proxy (`GET /v1/admin/tenants/:tenantId/egress`). */
+export interface EgressDecision {
+  at: string;
+  agentId: string;
+  userId: string;
+  workspaceId: string;
+  host: string;
+  port: number;
+  address: string | null;
+  decision: 'allowed' | 'refused';
+  reason: EgressReason | null;
+  bytesUp: number;
+  bytesDown: number;
+  durationMs: number;
+  count: number;
+}
+
+/** The operator's ceiling on sandbox network access. */
+export interface EgressCeiling {
+  enabled: boolean;
+  /** The only tenants egress opens for; null for every tenant. */
+  tenants: string[] | null;
+  packageIndexUrl: string;
+  ports: number[];
+  maxConnections: number;
+  bytesPerDay: number;
+}
+
 export type CheckResult = 'ok' | 'failed' | 'timeout';
 
 export interface ConsoleStatus {
@@ -113,7 +150,7 @@ export interface ConsoleStatus {
     checks: Record<string, CheckResult>;
     reasons?: Record<string, string>;
   };
-  sandbox: { operatorEnabled: boolean; backend: string | null; containment: string | null };
+  sandbox: { operatorEnabled: boolean; backend: string | null; containment: string | null; egress: EgressCeiling };
   storage: { driver: string };
   database: { dialect: string };
   model: { configured: boolean; provider: string | null; modelId: string | null };

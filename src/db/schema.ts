@@ -160,6 +160,37 @@ export interface AdminAuditTable {
   outcome: string;
 }
 
+/** One decision of the sandbox egress proxy (see `src/sandbox/egress/egress-log.ts`). */
+export interface EgressLogTable {
+  id: string;
+  at: number;
+  tenant_id: string;
+  agent_id: string;
+  user_id: string;
+  workspace_id: string;
+  /** As the client asked for it (normalised when it was a valid name or literal). */
+  host: string;
+  port: number;
+  /** The checked address connected to, or the refused one; null when refused before resolving. */
+  address: string | null;
+  /** `allowed` or `refused`. */
+  decision: string;
+  /** Why it was refused; null when allowed. */
+  reason: string | null;
+  bytes_up: Generated<number>;
+  bytes_down: Generated<number>;
+  duration_ms: Generated<number>;
+  /** Identical refusals within seconds of each other share one row. */
+  count: Generated<number>;
+}
+
+/** Bytes a workspace moved through the egress proxy on one UTC day (`YYYY-MM-DD`). */
+export interface EgressUsageTable {
+  workspace_id: string;
+  day: string;
+  bytes: Generated<number>;
+}
+
 /** One sandbox tool call that ran (after admission), for per-tenant usage. */
 export interface ToolCallsTable {
   id: string;
@@ -189,4 +220,6 @@ export interface DatabaseSchema {
   artifact_downloads: ArtifactDownloadsTable;
   admin_audit: AdminAuditTable;
   tool_calls: ToolCallsTable;
+  egress_log: EgressLogTable;
+  egress_usage: EgressUsageTable;
 }

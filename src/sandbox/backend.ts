@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { CommandEnvironment } from './supervisor/supervisor-pool.js';
 
 /**
  * A sandbox backend runs commands and file operations inside one workspace's isolation boundary.
@@ -78,6 +79,11 @@ export interface ExecOptions {
   signal?: AbortSignal;
   /** Cap per stream (stdout, stderr). */
   maxOutputBytes: number;
+  /**
+   * Variables the command gets from its workspace's network policy, given the port of the way out
+   * inside its sandbox (see `CommandEnvironment`); absent: nothing is added and no proxy is named.
+   */
+  environment?: CommandEnvironment;
 }
 
 export interface ExecResult {

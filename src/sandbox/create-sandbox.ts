@@ -1,17 +1,27 @@
 import path from 'node:path';
+import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
+import type { DatabaseSchema } from '../db/schema.js';
 import type { SandboxRuntime } from '../dependencies.js';
 import type { Logger } from '../logger.js';
+import type { HttpMetrics } from '../metrics.js';
 import type { SandboxBackend } from './backend.js';
 import { createBwrapBackend } from './bwrap/bwrap-backend.js';
 import { createDockerBackend } from './docker/docker-backend.js';
+import type { ResolveAll } from './egress/destinations.js';
+import { createEgressProxy } from './egress/egress-proxy.js';
 import type { ToolAuthorizer } from './execution-policy.js';
 import { createCachedProbe } from './readiness-probe.js';
+import type { TunnelStream } from './supervisor/tunnel-stream.js';
 
 /** How long a readiness probe result is trusted before it is refreshed in the background. */
 const PROBE_TTL_MS = 15_000;
 
-function createBackend(config: Config, logger: Logger): SandboxBackend {
+function createBackend(
+  config: Config,
+  logger: Logger,
+  onTunnel: (workspaceId: string, tunnel: TunnelStream) => void,
+): SandboxBackend {
   const { sandbox } = config;
   const workspacesDir = path.join(config.dataDir, 'workspaces');
   const quota = { maxBytes: sandbox.workspaceMaxBytes, maxFiles: sandbox.workspaceMaxFiles };
@@ -31,6 +41,7 @@ function createBackend(config: Config, logger: Logger): SandboxBackend {
       workspacesDir,
       weakLimits: sandbox.weakLimits,
       idleMs: sandbox.idleSeconds * 1000,
+      onTunnel,
     });
   }
   return createBwrapBackend({
@@ -42,6 +53,7 @@ function createBackend(config: Config, logger: Logger): SandboxBackend {
     idleMs: sandbox.idleSeconds * 1000,
     warmSandboxes: sandbox.warmSandboxes,
     onWarning: (message) => logger.warn({ backend: 'bwrap' }, message),
+    onTunnel,
   });
 }
 
@@ -51,7 +63,15 @@ function createBackend(config: Config, logger: Logger): SandboxBackend {
  */
 export function createSandboxRuntime(
   config: Config,
-  options: { logger: Logger; authorize?: ToolAuthorizer; backend?: SandboxBackend },
+  options: {
+    logger: Logger;
+    db: Kysely<DatabaseSchema>;
+    metrics?: HttpMetrics;
+    authorize?: ToolAuthorizer;
+    backend?: SandboxBackend;
+    /** The resolver the egress proxy looks names up with (default: the host's). */
+    resolve?: ResolveAll;
+  },
 ): SandboxRuntime | undefined {
   if (!config.sandbox.enabled) return undefined;
   if (config.sandbox.weakLimits) {
@@ -60,12 +80,23 @@ export function createSandboxRuntime(
       'MORDN_SANDBOX_WEAK_LIMITS=true: where the host cannot hold per-workspace cgroups and quota filesystems, sandboxes run with per-process limits only (memory, processes and disk are not bounded for the sandbox as a whole)',
     );
   }
-  const backend = options.backend ?? createBackend(config, options.logger);
+  const metrics = options.metrics;
+  const egress = createEgressProxy({
+    db: options.db,
+    config: config.sandbox.egress,
+    logger: options.logger,
+    ...(metrics ? { observe: (decision, reason) => metrics.observeEgress(decision, reason) } : {}),
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  });
+  const backend =
+    options.backend ??
+    createBackend(config, options.logger, (workspaceId, tunnel) => egress.serve(workspaceId, tunnel));
   const probe = createCachedProbe(() => backend.probe(), { ttlMs: PROBE_TTL_MS, logger: options.logger });
   return {
     backend,
     isReady: () => probe.isReady(),
     problem: () => probe.problem(),
     ...(options.authorize ? { authorize: options.authorize } : {}),
+    egress,
   };
 }

@@ -2,6 +2,7 @@ import type { AgentConfig } from '../agents/config-schema.js';
 import { isSandboxEnabled } from '../agents/config-schema.js';
 import { isAnonymousUserId } from '../auth/user-id.js';
 import type { SandboxConfig } from '../config.js';
+import { effectivePolicy } from './egress/effective-policy.js';
 
 /** The two public booleans of `GET /v1/sandbox/status`. */
 export interface SandboxStatus {
@@ -23,7 +24,8 @@ export type SandboxGateLeg =
   | 'tenant-not-allowed'
   | 'anonymous-user'
   | 'backend-not-ready'
-  | 'backend-check-failed';
+  | 'backend-check-failed'
+  | 'egress-unavailable';
 
 /** The gate's answer: the public status, and which leg closed it when it is closed. */
 export interface SandboxGateResult extends SandboxStatus {
@@ -37,6 +39,11 @@ export interface SandboxGateDependencies {
    * agents the operator allows, so disabled agents cost nothing. Absent means no backend: closed.
    */
   isBackendReady?: () => Promise<boolean>;
+  /**
+   * Why the egress proxy cannot serve, when it cannot (cached; no side effects). An agent whose
+   * published policy opens a network is then unavailable: no egress rather than open egress.
+   */
+  egressProblem?: () => Promise<string | undefined>;
 }
 
 export interface SandboxCaller {
@@ -85,14 +92,25 @@ export async function evaluateSandboxGate(
   } catch {
     return { enabled, available: false, closedBy: 'backend-check-failed' };
   }
-  return ready ? { enabled, available: true } : { enabled, available: false, closedBy: 'backend-not-ready' };
+  if (!ready) return { enabled, available: false, closedBy: 'backend-not-ready' };
+  const network = effectivePolicy(deps.operator.egress, caller.tenantId, caller.publishedConfig);
+  if (network.mode !== 'none' && deps.egressProblem) {
+    const problem = await deps.egressProblem().catch(() => 'the egress check failed');
+    if (problem) return { enabled, available: false, closedBy: 'egress-unavailable' };
+  }
+  return { enabled, available: true };
 }
 
 /** The gate's dependencies as the app holds them. */
 export function sandboxGateDependencies(deps: {
   config: { sandbox: SandboxConfig };
-  sandbox?: { isReady(): Promise<boolean> };
+  sandbox?: { isReady(): Promise<boolean>; egress?: { problem(): Promise<string | undefined> } };
 }): SandboxGateDependencies {
   const runtime = deps.sandbox;
-  return { operator: deps.config.sandbox, ...(runtime ? { isBackendReady: () => runtime.isReady() } : {}) };
+  const egress = runtime?.egress;
+  return {
+    operator: deps.config.sandbox,
+    ...(runtime ? { isBackendReady: () => runtime.isReady() } : {}),
+    ...(egress ? { egressProblem: () => egress.problem() } : {}),
+  };
 }

@@ -9,6 +9,7 @@ import type { SandboxRuntime } from '../dependencies.js';
 import { ServiceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { FileStorage } from '../storage/file-storage.js';
+import { type EffectivePolicy, effectivePolicy } from './egress/effective-policy.js';
 import { authorizeToolCall } from './execution-policy.js';
 import { evaluateSandboxGate, sandboxGateDependencies } from './gate.js';
 import { consumeRateLimit } from './rate-limit.js';
@@ -45,6 +46,7 @@ export type Admission =
       workspace: Workspace;
       runtime: SandboxRuntime;
       leaseId: string;
+      network: EffectivePolicy;
     };
 
 const RATE_WINDOW_MS = 60_000;
@@ -55,6 +57,8 @@ export type CheckedCall = {
   tool: SandboxToolName;
   input: Record<string, unknown>;
   runtime: SandboxRuntime;
+  /** What the workspace's code may reach, from the published config read for this call. */
+  network: EffectivePolicy;
 };
 
 /**
@@ -111,7 +115,8 @@ export async function checkToolCall(
     principal,
   });
   if (!decision.allowed) return { kind: 'refused', refusal: { code: 'POLICY_DENIED', message: decision.reason } };
-  return { kind: 'checked', tool: checked.tool, input: checked.input, runtime };
+  const network = effectivePolicy(operator.egress, principal.tenantId, publishedConfig);
+  return { kind: 'checked', tool: checked.tool, input: checked.input, runtime, network };
 }
 
 /**
@@ -139,7 +144,15 @@ export async function reserveWorkspaceSlot(
       { headers: { 'Retry-After': '1' } },
     );
   }
-  return { kind: 'admitted', tool: call.tool, input: call.input, workspace, runtime: call.runtime, leaseId };
+  return {
+    kind: 'admitted',
+    tool: call.tool,
+    input: call.input,
+    workspace,
+    runtime: call.runtime,
+    leaseId,
+    network: call.network,
+  };
 }
 
 /** When this process last started measuring each workspace's usage. */
@@ -194,6 +207,8 @@ export async function runAdmittedCall(
       publishMaxBytes: deps.config.uploads.managedMaxBytes,
       tempDir: path.join(deps.config.dataDir, 'tmp'),
       signal: call.signal,
+      network: admission.network,
+      ...(runtime.egress ? { egress: runtime.egress } : {}),
     };
     try {
       const result = await dispatchSandboxTool(context, admission.tool, admission.input);

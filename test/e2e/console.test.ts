@@ -342,6 +342,8 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     await panel.getByText('A real run would erase:').waitFor();
     const counted = (kind: string) => panel.locator('dl div').filter({ has: page.locator('dt', { hasText: kind }) });
     expect(await counted('Workspaces').locator('dd').textContent()).toBe('1');
+    // Erased with the workspace, always: the preview ran no network, so nothing is recorded.
+    expect(await counted('Egress records').locator('dd').textContent()).toBe('0');
     // Kinds not included are neither counted nor shown; including the chats counts the preview's one.
     expect(await counted('Chats').count()).toBe(0);
     await panel.getByLabel('Chats').check();
@@ -450,7 +452,13 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
         body: JSON.stringify({ dryRun: true, include: ['uploads', 'artifacts', 'chats'] }),
       },
     );
-    expect((await readJson(left)).counts).toEqual({ workspaces: 0, uploads: 0, artifacts: 0, chats: 0 });
+    expect((await readJson(left)).counts).toEqual({
+      workspaces: 0,
+      egressDecisions: 0,
+      uploads: 0,
+      artifacts: 0,
+      chats: 0,
+    });
     await shot('signed-out');
     expectCleanPage();
   });

@@ -7,6 +7,7 @@ import type { AppDependencies } from '../../src/dependencies.js';
 import type { Lifecycle } from '../../src/lifecycle.js';
 import { createLogger } from '../../src/logger.js';
 import type { HttpMetrics } from '../../src/metrics.js';
+import type { ResolveAll } from '../../src/sandbox/egress/destinations.js';
 import type { ToolAuthorizer } from '../../src/sandbox/execution-policy.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import { createTestDatabase, type TestDatabaseTarget } from './database.js';
@@ -38,6 +39,8 @@ export interface StartTestServiceOptions {
   sandboxReadiness?: () => Promise<boolean>;
   /** The execution policy's custom hook. */
   authorizeToolCall?: ToolAuthorizer;
+  /** The resolver of the sandbox egress proxy (names the test maps to its own servers). */
+  resolve?: ResolveAll;
 }
 
 /**
@@ -77,6 +80,7 @@ export async function startTestService(options: StartTestServiceOptions = {}): P
     database,
     ...(options.sandboxReadiness ? { sandboxReadiness: options.sandboxReadiness } : {}),
     ...(options.authorizeToolCall ? { authorizeToolCall: options.authorizeToolCall } : {}),
+    ...(options.resolve ? { resolve: options.resolve } : {}),
   });
   deps.selfBaseUrl = server.loopbackUrl;
   app = createApp(deps);

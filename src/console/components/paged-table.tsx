@@ -5,7 +5,8 @@ import { ErrorAlert, ListState, LoadMore, TableScroll } from './ui.js';
 
 /**
  * The table appears once there are rows; `head` holds the header cells, `row` renders one item
- * (with its `key`), and `below` stands between the table and "Load more".
+ * (with its `key`; `index` is its place in the list, for lists whose items carry no id), and
+ * `below` stands between the table and "Load more".
  */
 export function PagedTable<T>({
   list,
@@ -21,7 +22,7 @@ export function PagedTable<T>({
   empty: string;
   dense?: boolean;
   head: ReactNode;
-  row: (item: T) => ReactNode;
+  row: (item: T, index: number) => ReactNode;
   below?: ReactNode;
 }) {
   return (
@@ -34,7 +35,7 @@ export function PagedTable<T>({
             <thead>
               <tr>{head}</tr>
             </thead>
-            <tbody>{list.items.map((item) => row(item))}</tbody>
+            <tbody>{list.items.map((item, index) => row(item, index))}</tbody>
           </table>
         </TableScroll>
       ) : null}

@@ -1,7 +1,7 @@
 /** Small shared pieces: headings that take focus, alerts, live status text, tables' helpers. */
 import { type ReactNode, useEffect, useId, useRef } from 'react';
 import { errorMessage } from '../api.js';
-import { formatDateTime } from '../format.js';
+import { formatDateTime, formatDateTimeSeconds } from '../format.js';
 
 /** The page's one `<h1>`; it takes focus when the page opens, so navigation is announced. */
 export function PageHeading({ children, subtitle }: { children: ReactNode; subtitle?: ReactNode }) {
@@ -65,8 +65,9 @@ export function Section({
   );
 }
 
-export function DateTime({ iso }: { iso: string }) {
-  return <time dateTime={iso}>{formatDateTime(iso)}</time>;
+/** An instant in the browser's locale; `seconds` adds them (logs whose entries come seconds apart). */
+export function DateTime({ iso, seconds = false }: { iso: string; seconds?: boolean }) {
+  return <time dateTime={iso}>{seconds ? formatDateTimeSeconds(iso) : formatDateTime(iso)}</time>;
 }
 
 export function LoadMore({

@@ -6,10 +6,13 @@ import { ErrorAlert, Section, StatusText } from '../components/ui.js';
 import { applyEdits, type ConfigEdits, editsOf, startingConfig } from '../config.js';
 import { describeDiff } from '../diff.js';
 import { useResource } from '../hooks.js';
+import { type AllowEntries, parseAllowText, splitNetworkProblems } from '../network-policy.js';
 import { useApi } from '../session.js';
 import type { AgentConfig, AgentConfigState } from '../types.js';
+import { NetworkField } from './agent-network.js';
 
-export function ConfigSection({ agentId }: { agentId: string }) {
+/** The agent's draft and published configuration; `tenantId` is the agent's, for the operator's network ceiling. */
+export function ConfigSection({ agentId, tenantId }: { agentId: string; tenantId: string }) {
   const api = useApi();
   const path = `/v1/admin/agents/${segment(agentId)}/config`;
   const config = useResource<AgentConfigState>(path, () => api.get<AgentConfigState>(path));
@@ -19,7 +22,7 @@ export function ConfigSection({ agentId }: { agentId: string }) {
       description="Edit the draft, then publish it. Integrators' chats use the published configuration."
     >
       <ResourceView resource={config}>
-        {(data) => <ConfigEditor path={path} state={data} onChange={config.set} />}
+        {(data) => <ConfigEditor path={path} tenantId={tenantId} state={data} onChange={config.set} />}
       </ResourceView>
     </Section>
   );
@@ -27,10 +30,12 @@ export function ConfigSection({ agentId }: { agentId: string }) {
 
 function ConfigEditor({
   path,
+  tenantId,
   state,
   onChange,
 }: {
   path: string;
+  tenantId: string;
   state: AgentConfigState;
   onChange: (state: AgentConfigState) => void;
 }) {
@@ -39,6 +44,9 @@ function ConfigEditor({
   const base = startingConfig(state.draft, state.published);
   const [edits, setEdits] = useState<ConfigEdits>(() => editsOf(base));
   const { busy, status, error, setStatus, run } = useAction();
+  // The allowlist as last sent: the server names a bad entry by its index in it.
+  const [sent, setSent] = useState<AllowEntries>({ entries: [], lines: [] });
+  const problems = splitNetworkProblems(error, sent);
 
   const next = applyEdits(base, edits);
   const unsaved = state.draft === null || JSON.stringify(next) !== JSON.stringify(state.draft);
@@ -49,6 +57,7 @@ function ConfigEditor({
   }
 
   function save() {
+    setSent(parseAllowText(edits.network.allowText));
     void run(async () => {
       const saved = await api.put<{ draft: AgentConfig }>(path, next);
       onChange({ ...state, draft: saved.draft });
@@ -116,6 +125,12 @@ function ConfigEditor({
             </span>
           </div>
         </div>
+        <NetworkField
+          tenantId={tenantId}
+          edits={edits.network}
+          problems={problems.network}
+          onChange={(network) => edit({ network })}
+        />
         <div className="button-row">
           <button type="button" className="button button-primary" onClick={save} disabled={busy}>
             Save draft
@@ -128,7 +143,7 @@ function ConfigEditor({
           ) : null}
         </div>
         <StatusText message={status} />
-        <ErrorAlert error={error} />
+        <ErrorAlert error={problems.rest} />
       </div>
       <DiffPanel draft={state.draft} published={state.published} />
     </div>

@@ -110,13 +110,17 @@ function WorkspaceRow({ workspace, open, onOpen }: { workspace: AgentWorkspace; 
   );
 }
 
-/** The workspace and the included kinds: the only ones an erasure counts (the rest are kept). */
+/**
+ * The workspace, its egress records and the included kinds: the only ones an erasure counts (the
+ * rest are kept).
+ */
 function Counts({ counts, caption, include }: { counts: ErasureCounts; caption: string; include: EraseKind[] }) {
   return (
     <div>
       <p className="counts-caption">{caption}</p>
       <dl className="stats stats-small">
         <Term term="Workspaces">{formatCount(counts.workspaces)}</Term>
+        <Term term="Egress records">{formatCount(counts.egressDecisions)}</Term>
         {KINDS.filter((kind) => include.includes(kind.value)).map((kind) => (
           <Term key={kind.value} term={kind.label}>
             {formatCount(counts[kind.value])}
@@ -177,7 +181,9 @@ function ErasePanel({
   return (
     <div className="erase-panel">
       <h3 id={headingId}>Erase the data of {userId}</h3>
-      <p className="muted">The workspace is always erased. Choose what else to erase for this user.</p>
+      <p className="muted">
+        The workspace and its egress records are always erased. Choose what else to erase for this user.
+      </p>
       <fieldset className="checkbox-group">
         <legend>Also erase</legend>
         {KINDS.map((kind) => (

@@ -60,7 +60,7 @@ export function AgentPage({ agentId }: { agentId: string }) {
             </Term>
           </dl>
           <KeysSection agentId={agentId} />
-          <ConfigSection agentId={agentId} />
+          <ConfigSection agentId={agentId} tenantId={data.tenantId} />
           <WorkspacesSection agentId={agentId} />
           <PreviewSection agentId={agentId} />
           <SettingsSection

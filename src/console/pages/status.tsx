@@ -1,5 +1,6 @@
 import { ResourceView } from '../components/resource-view.js';
-import { Badge, PageHeading, RefreshButton, Section } from '../components/ui.js';
+import { Badge, Code, PageHeading, RefreshButton, Section } from '../components/ui.js';
+import { describePorts, describeTenants } from '../egress.js';
 import { useDocumentTitle, useResource } from '../hooks.js';
 import { useApi } from '../session.js';
 import type { CheckResult, ConsoleStatus } from '../types.js';
@@ -44,6 +45,19 @@ export function StatusPage() {
                 <tr>
                   <th scope="row">Containment</th>
                   <td>{orNone(data.sandbox.containment)}</td>
+                </tr>
+                <tr>
+                  <th scope="row">Sandbox egress</th>
+                  <td>
+                    <Badge tone={data.sandbox.egress.enabled ? 'ok' : 'neutral'}>
+                      {data.sandbox.egress.enabled ? 'On' : 'Off'}
+                    </Badge>
+                    <span className="reason">
+                      {describeTenants(data.sandbox.egress.tenants)} · index{' '}
+                      <Code>{data.sandbox.egress.packageIndexUrl}</Code> · ports{' '}
+                      {describePorts(data.sandbox.egress.ports)}
+                    </span>
+                  </td>
                 </tr>
                 <tr>
                   <th scope="row">Readiness</th>

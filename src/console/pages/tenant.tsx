@@ -13,6 +13,7 @@ import { useApiList } from '../lists.js';
 import { href } from '../router.js';
 import { useApi } from '../session.js';
 import type { AgentRecord, TenantRecord, TenantUsage } from '../types.js';
+import { EgressSection } from './tenant-egress.js';
 
 const DAY = 86_400_000;
 
@@ -52,6 +53,7 @@ export function TenantPage({ tenantId }: { tenantId: string }) {
           </dl>
           <UsageSection tenantId={tenantId} />
           <AgentsSection tenantId={tenantId} />
+          <EgressSection tenantId={tenantId} />
           <SettingsSection
             noun="tenant"
             current={data.name}

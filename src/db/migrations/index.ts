@@ -7,6 +7,7 @@ import * as sandboxTokens from './0005-sandbox-tokens.js';
 import * as artifactLifecycle from './0006-artifact-lifecycle.js';
 import * as adminAudit from './0007-admin-audit.js';
 import * as consoleSessions from './0008-console-sessions.js';
+import * as sandboxEgress from './0009-sandbox-egress.js';
 
 /**
  * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0006-artifact-lifecycle': artifactLifecycle,
   '0007-admin-audit': adminAudit,
   '0008-console-sessions': consoleSessions,
+  '0009-sandbox-egress': sandboxEgress,
 };
 
 export const migrationProvider: MigrationProvider = {

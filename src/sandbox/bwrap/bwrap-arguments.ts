@@ -117,6 +117,9 @@ export function sandboxArguments(
     ...['--setenv', 'PATH', SANDBOX_PATH],
     ...['--setenv', 'HOME', WORKSPACE_MOUNT],
     ...['--setenv', 'LANG', 'C.UTF-8'],
+    // One BLAS thread per process: threads count against the workspace's processes, and its CPU
+    // quota would not let them run at once anyway (the host's OpenBLAS starts one per CPU).
+    ...['--setenv', 'OPENBLAS_NUM_THREADS', '1'],
     ...['--setenv', 'TMPDIR', '/tmp'],
     ...['--setenv', 'PYTHONDONTWRITEBYTECODE', '1'],
     ...['--ro-bind', '/usr', '/usr'],

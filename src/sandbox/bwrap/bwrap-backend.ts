@@ -22,6 +22,7 @@ import { requireWorkspaceId } from '../runtime/workspace-path.js';
 import type { CommandLimits } from '../supervisor/supervisor-connection.js';
 import { createSupervisorPool } from '../supervisor/supervisor-pool.js';
 import { supervisorSource } from '../supervisor/supervisor-source.js';
+import type { TunnelStream } from '../supervisor/tunnel-stream.js';
 import {
   detectHostLayout,
   HELPER_PATH,
@@ -46,6 +47,11 @@ export interface BwrapLimits extends SandboxLimits {
 
 /** Options of `createBwrapBackend`; only `workspacesDir` is required. */
 export interface BwrapBackendOptions {
+  /**
+   * Receives each connection sandboxed code opens to its way out (the supervisor's proxy
+   * listener), with its workspace: the egress proxy. Without it every such connection is closed.
+   */
+  onTunnel?: (workspaceId: string, tunnel: TunnelStream) => void;
   /** Host directory holding each workspace's filesystem; created when missing. */
   workspacesDir: string;
   /** The bubblewrap executable (looked up on `PATH` unless absolute). Default `bwrap`. */
@@ -225,6 +231,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
   };
 
   const pool = createSupervisorPool({
+    ...(options.onTunnel ? { onTunnel: options.onTunnel } : {}),
     idleMs: options.idleMs ?? DEFAULT_IDLE_MS,
     start: async (workspaceId) => {
       const started = await startSandbox(await workspaceDirectory(workspaceId), workspaceId);
@@ -390,6 +397,7 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
         const sandbox = await pool.spawn(workspaceId, ['/bin/sh', '-c', execOptions.command], {
           stdin: false,
           limits: processLimits,
+          ...(execOptions.environment ? { environment: execOptions.environment } : {}),
           beforeStart: async () => {
             oomKillsBefore = await cgroups.get(workspaceId)?.oomKills();
           },

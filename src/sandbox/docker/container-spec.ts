@@ -24,6 +24,8 @@ export const SANDBOX_ENVIRONMENT = [
   'PATH=/usr/local/bin:/usr/bin:/bin',
   `HOME=${WORKSPACE_MOUNT}`,
   'LANG=C.UTF-8',
+  // One BLAS thread per process (see the bwrap sandbox's environment).
+  'OPENBLAS_NUM_THREADS=1',
   'TMPDIR=/tmp',
   'PYTHONDONTWRITEBYTECODE=1',
 ];

@@ -13,6 +13,7 @@ import { requireWorkspaceId } from '../runtime/workspace-path.js';
 import { connectSupervisor } from '../supervisor/supervisor-connection.js';
 import { createSupervisorPool, type StartedSupervisor } from '../supervisor/supervisor-pool.js';
 import { supervisorSource } from '../supervisor/supervisor-source.js';
+import type { TunnelStream } from '../supervisor/tunnel-stream.js';
 import {
   type ContainerLimits,
   containerName,
@@ -33,6 +34,11 @@ import { demultiplex, stdinOf } from './exec-stream.js';
 export type { ContainerLimits } from './container-spec.js';
 
 export interface DockerBackendOptions {
+  /**
+   * Receives each connection sandboxed code opens to its way out (the supervisor's proxy
+   * listener), with its workspace: the egress proxy. Without it every such connection is closed.
+   */
+  onTunnel?: (workspaceId: string, tunnel: TunnelStream) => void;
   /** `unix:///var/run/docker.sock` (default) or `tcp://host:port` of a socket proxy. */
   host?: string;
   /** The sandbox image (see `sandbox-image/`); it must exist on the Docker host. */
@@ -437,7 +443,11 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
     };
   };
 
-  const pool = createSupervisorPool({ idleMs, start: startSupervisor });
+  const pool = createSupervisorPool({
+    idleMs,
+    start: startSupervisor,
+    ...(options.onTunnel ? { onTunnel: options.onTunnel } : {}),
+  });
   /**
    * Workspaces whose supervisor cannot make reapers child subreapers (gVisor before subreaper
    * support): a command's own session is all it can kill, so a timeout or abort stops the whole
@@ -523,6 +533,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
       const result = await runCommand(async () => {
         const process = await pool.spawn(workspaceId, ['/bin/sh', '-c', execOptions.command], {
           stdin: false,
+          ...(execOptions.environment ? { environment: execOptions.environment } : {}),
           limits: {
             nofile: limits.openFiles,
             fsize: limits.fileSizeBytes,

@@ -22,6 +22,19 @@ export const STDERR = 0x58; // X
 export const STDIN_CREDIT = 0x57; // W
 export const EXIT = 0x51; // Q
 
+/**
+ * Connections to the supervisor's proxy listener (protocol 2), on channels the supervisor numbers
+ * from `TUNNEL_CHANNELS` up. Either way: data, credit, half-close and close.
+ */
+export const TUNNEL_OPEN = 0x4e; // N, supervisor to host
+export const TUNNEL_DATA = 0x44; // D
+export const TUNNEL_CREDIT = 0x41; // A
+export const TUNNEL_HALF = 0x48; // H
+export const TUNNEL_CLOSE = 0x5a; // Z
+export const TUNNEL_CHANNELS = 0x8000_0000;
+/** Bytes either side of a tunnel may send before the other grants more (the supervisor's `TUNNEL_WINDOW`). */
+export const TUNNEL_WINDOW_BYTES = 256 * 1024;
+
 /** Output bytes the supervisor may send per channel before the host grants more (its `OUTPUT_WINDOW`). */
 export const OUTPUT_WINDOW_BYTES = 256 * 1024;
 /** Stdin bytes the host may send per channel before the supervisor has written them on. */
@@ -41,6 +54,18 @@ export function encodeFrame(type: number, channel: number, payload: Buffer = Buf
   frame.writeUInt32BE(payload.length, 5);
   payload.copy(frame, HEADER_BYTES);
   return frame;
+}
+
+/**
+ * The header of a frame carrying `payloadLength` bytes, for a payload written after it as it is
+ * (no copy of a large payload into a frame buffer).
+ */
+export function encodeHeader(type: number, channel: number, payloadLength: number): Buffer {
+  const header = Buffer.allocUnsafe(HEADER_BYTES);
+  header.writeUInt8(type, 0);
+  header.writeUInt32BE(channel, 1);
+  header.writeUInt32BE(payloadLength, 5);
+  return header;
 }
 
 /** A 32-bit credit grant. */

@@ -18,7 +18,14 @@ import {
   STDIN_END,
   STDIN_WINDOW_BYTES,
   STDOUT,
+  TUNNEL_CHANNELS,
+  TUNNEL_CLOSE,
+  TUNNEL_CREDIT,
+  TUNNEL_DATA,
+  TUNNEL_HALF,
+  TUNNEL_OPEN,
 } from './frames.js';
+import { TunnelStream } from './tunnel-stream.js';
 
 /** Per-command resource limits the supervisor sets (setrlimit) right before exec. */
 export interface CommandLimits {
@@ -43,8 +50,20 @@ export interface SupervisorConnection {
    * it); rejects if it never says so.
    */
   readonly ready: Promise<SupervisorReady>;
-  /** Starts `argv` under its own reaper. Never throws: a command that cannot start exits 127. */
-  spawn(argv: readonly string[], options: { stdin: boolean; limits?: CommandLimits; cwd?: string }): SandboxProcess;
+  /**
+   * Starts `argv` under its own reaper, with `env` added to its environment. Never throws: a
+   * command that cannot start exits 127.
+   */
+  spawn(
+    argv: readonly string[],
+    options: { stdin: boolean; limits?: CommandLimits; cwd?: string; env?: Readonly<Record<string, string>> },
+  ): SandboxProcess;
+  /**
+   * Hands every connection sandboxed code makes to the supervisor's proxy listener to `accept`
+   * from now on; until one is set (a sandbox started ahead of its workspace), connections are
+   * closed at once.
+   */
+  acceptTunnels(accept: ((tunnel: TunnelStream) => void) | undefined): void;
   /** Commands started and not yet finished. */
   readonly running: number;
   /** Whether the supervisor is gone (its stdout ended or the protocol broke). */
@@ -58,6 +77,11 @@ export interface SupervisorConnection {
 export interface SupervisorReady {
   pid: number;
   subreaper: boolean;
+  /**
+   * The port of the supervisor's proxy listener on the sandbox's own 127.0.0.1, the only way out
+   * of the sandbox; null when it could not listen (then nothing leaves the sandbox).
+   */
+  proxyPort: number | null;
 }
 
 interface ExitReport {
@@ -194,6 +218,8 @@ export function connectSupervisor(transport: SupervisorTransport): SupervisorCon
     rejectReady = reject;
   });
   ready.catch(() => undefined);
+  const tunnels = new Map<number, TunnelStream>();
+  let acceptTunnel: ((tunnel: TunnelStream) => void) | undefined;
   let resolveClosed: () => void = () => undefined;
   const whenClosed = new Promise<void>((resolve) => {
     resolveClosed = resolve;
@@ -201,8 +227,17 @@ export function connectSupervisor(transport: SupervisorTransport): SupervisorCon
   observeStreamErrors(transport.stdin);
   observeStreamErrors(transport.stdout);
 
-  const send = (frame: Buffer) => {
-    if (!closed && transport.stdin.writable) transport.stdin.write(frame);
+  /** A frame, or a header with its payload after it (corked: one write, no copy). */
+  const send = (frame: Buffer, payload?: Buffer) => {
+    if (closed || !transport.stdin.writable) return;
+    if (!payload) {
+      transport.stdin.write(frame);
+      return;
+    }
+    transport.stdin.cork();
+    transport.stdin.write(frame);
+    transport.stdin.write(payload);
+    transport.stdin.uncork();
   };
 
   const shutDown = (reason: string) => {
@@ -211,14 +246,55 @@ export function connectSupervisor(transport: SupervisorTransport): SupervisorCon
     rejectReady(new Error(reason));
     for (const channel of channels.values()) channel.finish({ error: reason, notStarted: !channel.started });
     channels.clear();
+    for (const tunnel of tunnels.values()) tunnel.closedBySandbox();
+    tunnels.clear();
     transport.stdout.resume();
     resolveClosed();
   };
 
+  const handleTunnel = (type: number, id: number, payload: Buffer) => {
+    if (type === TUNNEL_OPEN) {
+      const tunnel = new TunnelStream(id, send);
+      if (!acceptTunnel) {
+        tunnel.destroy();
+        return;
+      }
+      tunnels.set(id, tunnel);
+      tunnel.once('close', () => {
+        if (tunnels.get(id) === tunnel) tunnels.delete(id);
+      });
+      acceptTunnel(tunnel);
+      return;
+    }
+    const tunnel = tunnels.get(id);
+    if (!tunnel) return;
+    if (type === TUNNEL_DATA) tunnel.deliver(payload);
+    else if (type === TUNNEL_CREDIT && payload.length === 4) tunnel.addCredit(payload.readUInt32BE(0));
+    else if (type === TUNNEL_HALF) tunnel.deliverEnd();
+    else if (type === TUNNEL_CLOSE) {
+      tunnels.delete(id);
+      tunnel.closedBySandbox();
+    }
+  };
+
   const handle = (type: number, id: number, payload: Buffer) => {
     if (type === READY) {
-      const { pid, subreaper } = JSON.parse(payload.toString('utf8')) as { pid?: unknown; subreaper?: unknown };
-      if (typeof pid === 'number') resolveReady({ pid, subreaper: subreaper !== false });
+      const { pid, subreaper, proxyPort } = JSON.parse(payload.toString('utf8')) as {
+        pid?: unknown;
+        subreaper?: unknown;
+        proxyPort?: unknown;
+      };
+      if (typeof pid === 'number') {
+        resolveReady({
+          pid,
+          subreaper: subreaper !== false,
+          proxyPort: typeof proxyPort === 'number' && Number.isInteger(proxyPort) ? proxyPort : null,
+        });
+      }
+      return;
+    }
+    if (id >= TUNNEL_CHANNELS) {
+      handleTunnel(type, id, payload);
       return;
     }
     const channel = channels.get(id);
@@ -257,13 +333,19 @@ export function connectSupervisor(transport: SupervisorTransport): SupervisorCon
 
     spawn(argv, options) {
       const id = nextChannel;
-      nextChannel = nextChannel >= 0xffff_fff0 ? 1 : nextChannel + 1;
+      nextChannel = nextChannel >= TUNNEL_CHANNELS - 16 ? 1 : nextChannel + 1;
       const channel = new Channel(id, send, options.stdin);
       if (closed) {
         channel.finish({ error: 'The sandbox supervisor is gone.', notStarted: true });
       } else {
         channels.set(id, channel);
-        const start = { argv, stdin: options.stdin, rlimits: options.limits ?? {}, cwd: options.cwd };
+        const start = {
+          argv,
+          stdin: options.stdin,
+          rlimits: options.limits ?? {},
+          cwd: options.cwd,
+          ...(options.env ? { env: options.env } : {}),
+        };
         send(encodeFrame(START, id, Buffer.from(JSON.stringify(start))));
       }
       return {
@@ -277,6 +359,10 @@ export function connectSupervisor(transport: SupervisorTransport): SupervisorCon
         },
         exited: channel.exited,
       };
+    },
+
+    acceptTunnels(accept) {
+      acceptTunnel = accept;
     },
 
     close() {

@@ -3,6 +3,10 @@ import { finished } from 'node:stream/promises';
 import { observeStreamErrors } from '../../stream-errors.js';
 import type { SandboxExit, SandboxProcess } from '../runtime/sandbox-process.js';
 import type { CommandLimits, SupervisorConnection } from './supervisor-connection.js';
+import type { TunnelStream } from './tunnel-stream.js';
+
+/** Variables a command gets from its workspace's way out, once its supervisor's is known. */
+export type CommandEnvironment = (wayOut: { proxyPort: number }) => Readonly<Record<string, string>> | undefined;
 
 /** Settles once `stream` has handed over all it holds (or failed, or was torn down). */
 function drained(stream: Readable): Promise<void> {
@@ -21,6 +25,12 @@ export interface SupervisorPoolOptions {
   start(workspaceId: string): Promise<StartedSupervisor>;
   /** A supervisor with no command for this long is stopped. */
   idleMs: number;
+  /**
+   * Receives every connection sandboxed code makes to its supervisor's proxy listener, with the
+   * workspace it came from (known by the supervisor it came through, never from the sandbox).
+   * Without it every such connection is closed at once.
+   */
+  onTunnel?: (workspaceId: string, tunnel: TunnelStream) => void;
 }
 
 export interface SupervisorPool {
@@ -33,6 +43,11 @@ export interface SupervisorPool {
       limits?: CommandLimits;
       /** Runs once the supervisor is up, right before the command starts (to read counters, say). */
       beforeStart?: () => Promise<void>;
+      /**
+       * Variables added to the command's environment, given the supervisor's proxy port; not
+       * asked when the supervisor has no listener (the command then has no way out).
+       */
+      environment?: CommandEnvironment;
     },
   ): Promise<SandboxProcess>;
   /**
@@ -131,6 +146,8 @@ export function createSupervisorPool(options: SupervisorPoolOptions): Supervisor
   const running = async (workspaceId: string, entry: Entry): Promise<StartedSupervisor> => {
     const supervisor = await entry.started;
     entry.supervisor = supervisor;
+    const onTunnel = options.onTunnel;
+    if (onTunnel) supervisor.connection.acceptTunnels((tunnel) => onTunnel(workspaceId, tunnel));
     void supervisor.connection.whenClosed.then(() => {
       // Gone on its own (killed, crashed): its boundary is torn down now, not at the next call.
       if (entries.get(workspaceId) === entry) stopInBackground(workspaceId, entry);
@@ -147,9 +164,15 @@ export function createSupervisorPool(options: SupervisorPoolOptions): Supervisor
     const { entry, supervisor } = await acquire(workspaceId);
     clearTimeout(entry.idleTimer);
     await spawnOptions.beforeStart?.();
+    let env: Readonly<Record<string, string>> | undefined;
+    if (spawnOptions.environment) {
+      const { proxyPort } = await supervisor.connection.ready;
+      if (proxyPort !== null) env = spawnOptions.environment({ proxyPort });
+    }
     const process = supervisor.connection.spawn(argv, {
       stdin: spawnOptions.stdin,
       ...(spawnOptions.limits ? { limits: spawnOptions.limits } : {}),
+      ...(env ? { env } : {}),
     });
     void process.exited.then(() => scheduleIdleStop(workspaceId, entry));
     return process;

@@ -6,17 +6,29 @@ Docker: as an exec in the workspace container) and talks to it over stdin/stdout
     type (1 byte) | channel (u32, big-endian) | length (u32, big-endian) | payload
 
 Host to supervisor, per channel (one channel per command):
-    S  start   JSON {"argv": [...], "stdin": bool, "rlimits": {"nofile": n, ...}}
+    S  start   JSON {"argv": [...], "stdin": bool, "rlimits": {"nofile": n, ...},
+               "env": {"NAME": "value", ...}?}  (env: added to the command's environment)
     I  stdin   bytes for the command's stdin (never more than the stdin credit)
     E  stdin end
     K  kill    the command and every process it started
     C  credit  u32: output bytes the host has taken, so more may be sent
 Supervisor to host:
-    R  ready   (channel 0) JSON {"pid": <pid inside>, "protocol": 1, "subreaper": bool}
+    R  ready   (channel 0) JSON {"pid": <pid inside>, "protocol": 2, "subreaper": bool,
+               "proxyPort": int|null}
     P  started (the command's reaper exists: from here on the command may have run)
     O  stdout  bytes      X  stderr  bytes
     W  credit  u32: stdin bytes written to the command, so more may be sent
     Q  exit    JSON {"code": int|null, "signal": int|null, "killed": bool, "error": str?}
+
+The way out (protocol 2): the supervisor listens on 127.0.0.1:<proxyPort> inside the sandbox's
+own network namespace, where sandboxed code reaches it as its HTTP proxy, and carries each
+connection to the host over its channel of its own (ids from TUNNEL_CHANNELS up, chosen by the
+supervisor). The host decides what every connection may reach; the sandbox has no other route.
+    N  open     (supervisor to host) a new connection
+    D  data     bytes, either way (never more than the other side's credit)
+    A  credit   u32, either way: bytes taken from the channel, so more may be sent
+    H  half     either way: no more data from this side (shutdown for writing)
+    Z  close    either way: the connection is gone (or must go)
 
 Every command runs under a reaper of its own: a forked copy of this process that makes itself
 a child subreaper, forks the command in a new session and, when the command ends, is killed,
@@ -37,13 +49,20 @@ import os
 import resource
 import select
 import signal
+import socket
 import struct
 import time
 
-PROTOCOL = 1
+PROTOCOL = 2
 HEADER = struct.Struct(">BII")
 MAX_FRAME = 64 * 1024
 OUTPUT_WINDOW = 256 * 1024
+# Tunnel channels are the supervisor's to number: the upper half of the channel space.
+TUNNEL_CHANNELS = 0x80000000
+# Bytes either side of a tunnel may send before the other grants more.
+TUNNEL_WINDOW = 256 * 1024
+# Connections the listener holds at once (the host's own cap per workspace is lower).
+MAX_TUNNELS = 512
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 # After the reaper is done, output still held open by a process outside the command's tree (a
@@ -210,6 +229,8 @@ def exec_command(start, fds):
     os.setsid()
     for name, value in (start.get("rlimits") or {}).items():
         resource.setrlimit(RLIMITS[name], (value, value))
+    for name, value in (start.get("env") or {}).items():
+        os.environ[str(name)] = str(value)
     prctl(PR_SET_DUMPABLE, 1)
     # Any process may raise its own score: commands go first when the workspace runs out of
     # memory (and before anything else on the host when the host does).
@@ -319,11 +340,31 @@ class Command:
         self.deadline = None
 
 
+class Tunnel:
+    """One connection accepted on the proxy listener, carried to the host on its own channel."""
+
+    def __init__(self, channel, connection):
+        self.channel = channel
+        self.connection = connection
+        self.fd = connection.fileno()
+        # Bytes the host may still take from us, and bytes of the host's still to write on.
+        self.credit = TUNNEL_WINDOW
+        self.pending = bytearray()
+        self.reading = True
+        # The host said it sends no more: our writing side is shut once pending is written.
+        self.host_done = False
+        self.write_shut = False
+
+
 class Supervisor:
     def __init__(self):
         self.commands = {}
         self.by_fd = {}
         self.reapers = {}
+        self.tunnels = {}
+        self.tunnel_fds = {}
+        self.next_tunnel = TUNNEL_CHANNELS
+        self.listener = open_listener()
         self.incoming = bytearray()
         self.input_open = True
         wakeup_read, wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -413,7 +454,103 @@ class Supervisor:
         if not command.stdin_pending and command.stdin_closing:
             self.close_stdin(command)
 
+    def accept_tunnels(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            if len(self.tunnels) >= MAX_TUNNELS:
+                connection.close()
+                continue
+            connection.setblocking(False)
+            # What the host sends is already whole frames of the stream: hold nothing back
+            # (Nagle's wait for an ACK would add a delayed ACK's 40 ms to every small answer).
+            try:
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+            channel = self.next_tunnel
+            self.next_tunnel = TUNNEL_CHANNELS if self.next_tunnel >= 0xFFFFFFF0 else self.next_tunnel + 1
+            tunnel = Tunnel(channel, connection)
+            self.tunnels[channel] = tunnel
+            self.tunnel_fds[tunnel.fd] = tunnel
+            self.send(ord("N"), channel)
+
+    def close_tunnel(self, tunnel, tell_host):
+        if self.tunnels.pop(tunnel.channel, None) is None:
+            return
+        self.tunnel_fds.pop(tunnel.fd, None)
+        try:
+            tunnel.connection.close()
+        except OSError:
+            pass
+        if tell_host:
+            self.send(ord("Z"), tunnel.channel)
+
+    def read_tunnel(self, tunnel):
+        if not tunnel.reading:
+            return
+        try:
+            chunk = tunnel.connection.recv(min(MAX_FRAME, tunnel.credit))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close_tunnel(tunnel, True)
+            return
+        if not chunk:
+            tunnel.reading = False
+            self.send(ord("H"), tunnel.channel)
+            if tunnel.write_shut:
+                self.close_tunnel(tunnel, True)
+            return
+        tunnel.credit -= len(chunk)
+        self.send(ord("D"), tunnel.channel, chunk)
+
+    def flush_tunnel(self, tunnel):
+        written_total = 0
+        while tunnel.pending:
+            try:
+                written = tunnel.connection.send(tunnel.pending[:MAX_FRAME])
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self.close_tunnel(tunnel, True)
+                return
+            del tunnel.pending[:written]
+            written_total += written
+        if written_total:
+            self.send(ord("A"), tunnel.channel, struct.pack(">I", written_total))
+        if not tunnel.pending and tunnel.host_done and not tunnel.write_shut:
+            tunnel.write_shut = True
+            try:
+                tunnel.connection.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            if not tunnel.reading:
+                self.close_tunnel(tunnel, True)
+
+    def handle_tunnel_frame(self, kind, channel, payload):
+        tunnel = self.tunnels.get(channel)
+        if tunnel is None:
+            return
+        if kind == ord("D"):
+            tunnel.pending += payload
+            self.flush_tunnel(tunnel)
+        elif kind == ord("A") and len(payload) == 4:
+            tunnel.credit += struct.unpack(">I", payload)[0]
+        elif kind == ord("H"):
+            tunnel.host_done = True
+            self.flush_tunnel(tunnel)
+        elif kind == ord("Z"):
+            self.close_tunnel(tunnel, False)
+
     def handle_frame(self, kind, channel, payload):
+        if channel >= TUNNEL_CHANNELS:
+            self.handle_tunnel_frame(kind, channel, payload)
+            return
         command = self.commands.get(channel)
         if kind == ord("S"):
             if command is None:
@@ -525,12 +662,23 @@ class Supervisor:
             self.send_json(ord("Q"), channel, report)
 
     def run(self):
-        self.send_json(ord("R"), 0, {"pid": os.getpid(), "protocol": PROTOCOL, "subreaper": SUBREAPER})
+        proxy_port = self.listener.getsockname()[1] if self.listener else None
+        self.send_json(
+            ord("R"), 0, {"pid": os.getpid(), "protocol": PROTOCOL, "subreaper": SUBREAPER, "proxyPort": proxy_port}
+        )
         while self.input_open or self.commands:
             poller = select.poll()
             poller.register(self.wakeup_read, select.POLLIN)
             if self.input_open:
                 poller.register(0, select.POLLIN)
+                if self.listener is not None:
+                    poller.register(self.listener.fileno(), select.POLLIN)
+            for tunnel in self.tunnels.values():
+                mask = (select.POLLIN if tunnel.reading and tunnel.credit > 0 else 0) | (
+                    select.POLLOUT if tunnel.pending else 0
+                )
+                if mask:
+                    poller.register(tunnel.fd, mask)
             for command in self.commands.values():
                 if command.status_fd is not None:
                     poller.register(command.status_fd, select.POLLIN)
@@ -552,12 +700,18 @@ class Supervisor:
                         os.read(fd, 4096)
                     except BlockingIOError:
                         pass
+                elif self.listener is not None and fd == self.listener.fileno():
+                    self.accept_tunnels()
+                elif fd in self.tunnel_fds:
+                    self.read_tunnel(self.tunnel_fds[fd])
                 elif fd == 0:
                     self.read_input()
                     if not self.input_open:
-                        # The host is gone: every command ends with it.
+                        # The host is gone: every command ends with it, and every connection.
                         for command in self.commands.values():
                             self.kill(command)
+                        for tunnel in list(self.tunnels.values()):
+                            self.close_tunnel(tunnel, False)
                 else:
                     command = self.by_fd.get(fd)
                     if command is not None and fd == command.stdin_fd:
@@ -566,11 +720,28 @@ class Supervisor:
                     elif command is not None:
                         self.read_output(fd, command)
             for fd in ready_write:
+                tunnel = self.tunnel_fds.get(fd)
+                if tunnel is not None:
+                    self.flush_tunnel(tunnel)
+                    continue
                 command = self.by_fd.get(fd)
                 if command is not None:
                     self.flush_stdin(command)
             self.reap()
             self.finish_ready()
+
+
+def open_listener():
+    """The proxy listener on the sandbox's own loopback; None where there is none (no egress then)."""
+    try:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        listener.setblocking(False)
+        return listener
+    except OSError:
+        return None
 
 
 def main():

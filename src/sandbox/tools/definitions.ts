@@ -30,21 +30,48 @@ export interface ToolDefinition {
   annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
 }
 
+/** What the model is told about a workspace's network: its mode and, for an allowlist, the hosts. */
+export interface NetworkDescription {
+  mode: 'none' | 'packages' | 'allowlist';
+  allowed: readonly string[];
+}
+
+/** No network at all (egress off, or the agent's policy is `none`). */
+export const NO_NETWORK: NetworkDescription = { mode: 'none', allowed: [] };
+
+/** The sentence of `sandbox_exec`'s description that says what the command can reach. */
+function networkSentence(network: NetworkDescription): string {
+  if (network.mode === 'none') return 'There is no network: every connection out of the workspace fails.';
+  const pip =
+    'pip installs from the Python package index (`pip install <package>`; packages install into the workspace and stay there)';
+  if (network.mode === 'packages') return `Network: only the package index: ${pip}; every other host is refused.`;
+  return `Network: only these hosts, through the workspace's proxy: ${network.allowed.join(', ')}; and ${pip}. Every other host is refused.`;
+}
+
 /**
  * The six curated tools. Inputs are strict: no caller-selected user, tenant, agent, session,
  * resource or provider fields exist, and unknown keys are rejected — the scope always comes from
- * the authenticated connection.
+ * the authenticated connection. `sandbox_exec` tells the model what the workspace's network
+ * policy lets its commands reach (and is open-world only when it reaches something).
  */
-export function sandboxToolDefinitions(limits: { maxExecTimeoutSeconds: number; execTimeoutSeconds: number }) {
-  // Built once per operator policy: every MCP request needs them, and they never change.
-  const cached = definitionCache.get(limits);
+export function sandboxToolDefinitions(
+  limits: { maxExecTimeoutSeconds: number; execTimeoutSeconds: number },
+  network: NetworkDescription = NO_NETWORK,
+) {
+  // Built once per operator policy and network: every MCP request needs them.
+  const byNetwork = definitionCache.get(limits) ?? new Map<string, ToolDefinition[]>();
+  definitionCache.set(limits, byNetwork);
+  const networkKey = JSON.stringify([network.mode, network.allowed]);
+  const cached = byNetwork.get(networkKey);
   if (cached) return cached;
+  if (byNetwork.size > 1000) byNetwork.clear();
   const definitions: ToolDefinition[] = [
     {
       name: 'sandbox_exec',
       title: 'Run a shell command',
       description: [
-        'Runs a shell command (`sh -c`) in the workspace, with Python 3 and common tools, no network access and no administrator rights.',
+        'Runs a shell command (`sh -c`) in the workspace, with Python 3 and common tools, and no administrator rights.',
+        networkSentence(network),
         `It is stopped after timeoutSeconds (default ${limits.execTimeoutSeconds}, at most ${limits.maxExecTimeoutSeconds}); output is truncated when long.`,
         'Returns exitCode, stdout, stderr, truncated, timedOut and durationMs.',
         WORKSPACE,
@@ -62,7 +89,12 @@ export function sandboxToolDefinitions(limits: { maxExecTimeoutSeconds: number; 
           .optional()
           .describe(`Seconds before the command is killed (default ${limits.execTimeoutSeconds}).`),
       }),
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: network.mode !== 'none',
+      },
     },
     {
       name: 'sandbox_list_files',
@@ -142,8 +174,8 @@ export function sandboxToolDefinitions(limits: { maxExecTimeoutSeconds: number; 
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
   ];
-  definitionCache.set(limits, definitions);
+  byNetwork.set(networkKey, definitions);
   return definitions;
 }
 
-const definitionCache = new WeakMap<object, ToolDefinition[]>();
+const definitionCache = new WeakMap<object, Map<string, ToolDefinition[]>>();

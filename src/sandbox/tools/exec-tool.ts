@@ -1,8 +1,12 @@
 import type { ExecResult } from '../backend.js';
+import { commandEnvironment } from '../egress/command-environment.js';
+import { egressNotice } from '../egress/refusals.js';
 import type { ToolContext } from './tool-context.js';
 
 /**
- * Runs the command with the caller's timeout (default and ceiling from the operator). Each output
+ * Runs the command with the caller's timeout (default and ceiling from the operator), and the way
+ * out its workspace's network policy opens (proxy and pip variables; none without one). When the
+ * policy refused some of its connections, the result says so in one line. Each output
  * stream keeps at most the response budget while the command runs; what the response cannot
  * carry (both streams together, JSON escaping counted) is cut when the result is built.
  */
@@ -14,12 +18,17 @@ export async function execCommand(
     input.timeoutSeconds ?? context.limits.execTimeoutSeconds,
     context.limits.maxExecTimeoutSeconds,
   );
+  const environment = commandEnvironment(context.network);
+  const startedAt = Date.now();
   const result = await context.backend.exec(context.workspace.id, {
     command: input.command,
     timeoutMs: timeoutSeconds * 1000,
     signal: context.signal,
     maxOutputBytes: context.limits.maxOutputBytes,
+    ...(environment ? { environment } : {}),
   });
   const { aborted: _aborted, ...visible } = result;
-  return visible;
+  const notice = egressNotice(context.egress?.refusalsSince(context.workspace.id, startedAt) ?? []);
+  if (!notice) return visible;
+  return { ...visible, message: visible.message ? `${visible.message} ${notice}` : notice };
 }

@@ -5,6 +5,8 @@ import type { Logger } from '../../logger.js';
 import type { FileStorage } from '../../storage/file-storage.js';
 import type { FileOwner } from '../../uploads/file-registry.js';
 import type { SandboxBackend, WorkspaceFileErrorCode } from '../backend.js';
+import type { EffectivePolicy } from '../egress/effective-policy.js';
+import type { EgressProxy } from '../egress/egress-proxy.js';
 import type { Workspace } from '../workspaces.js';
 
 /** Everything a tool needs for one call, already scoped to the caller's own workspace. */
@@ -23,6 +25,10 @@ export interface ToolContext {
   tempDir: string;
   /** Aborted when the HTTP request is; kills running processes. */
   signal: AbortSignal;
+  /** What the workspace's code may reach over the network (its agent's published policy, capped). */
+  network: EffectivePolicy;
+  /** The egress proxy, to tell a command which of its connections were refused. */
+  egress?: Pick<EgressProxy, 'refusalsSince'>;
   /** Set by a quota check: the workspace's size after this call's write. */
   measuredBytes?: number;
 }

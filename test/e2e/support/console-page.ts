@@ -51,12 +51,12 @@ export interface AxeViolation {
 }
 
 /**
- * The serious and critical axe-core violations of `url`, opened in `context` once `ready` (a
+ * Every axe-core violation of `url`, whatever its impact, opened in `context` once `ready` (a
  * locator of the loaded page) is visible. `context` must have `bypassCSP`: the console's CSP
  * (`script-src 'self'`) blocks `addScriptTag`. (`page.evaluate(source)` does get past it, but
  * axe would then run under the CSP the real pages are checked against.)
  */
-export async function seriousViolations(
+export async function axeViolations(
   context: BrowserContext,
   url: string,
   ready: (page: Page) => Locator,
@@ -68,11 +68,20 @@ export async function seriousViolations(
     await ready(page).waitFor();
     await page.addScriptTag({ content: source });
     // The test program has no DOM types: the page runs these as plain expressions.
-    const violations = (await page.evaluate('axe.run().then((result) => result.violations)')) as AxeViolation[];
-    return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+    return (await page.evaluate('axe.run().then((result) => result.violations)')) as AxeViolation[];
   } finally {
     await page.close();
   }
+}
+
+/** The serious and critical axe-core violations of `url` (see {@link axeViolations}). */
+export async function seriousViolations(
+  context: BrowserContext,
+  url: string,
+  ready: (page: Page) => Locator,
+): Promise<AxeViolation[]> {
+  const violations = await axeViolations(context, url, ready);
+  return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
 }
 
 /** A context for the axe pass only: the CSP is bypassed there, and only there. */

@@ -17,6 +17,8 @@ export interface AgentRequestInit {
 export interface MordnService {
   /** `http://127.0.0.1:<port>`: the API and the origin of its signed download URLs. */
   url: string;
+  /** The service's MORDN_DATA_DIR (its SQLite database is `mordn.db` there). */
+  dataDir: string;
   process: MordnProcess;
   /** A read+write key of an agent whose published config enables managed sandboxes. */
   key: string;
@@ -71,6 +73,7 @@ export async function startMordnService(environment: Record<string, string>): Pr
     const { key } = await admin(`/v1/admin/agents/${agent.id}/keys`, { permissions: ['read', 'write'] });
     return {
       url,
+      dataDir,
       process: running,
       key,
       agentFetch: (userId, route, init = {}) =>
