@@ -159,8 +159,10 @@ export async function benchEgress(options: { megabytes?: number } = {}) {
       return JSON.parse(stdout) as { download: number; small: number[] };
     };
 
-    // Warm-up: the workspace exists and its supervisor runs before anything is timed.
-    await inSandbox(clientScript(origin.port, MiB, 'connect'));
+    // Warm-up: the workspace exists, its supervisor runs and both of the service's paths have
+    // carried a few MiB (as in a service that has been up a while) before anything is timed.
+    await inSandbox(clientScript(origin.port, 8 * MiB, 'absolute'));
+    await inSandbox(clientScript(origin.port, 8 * MiB, 'connect'));
     const direct = await onHost(clientScript(origin.port, bytes, 'direct'));
     const absolute = await inSandbox(clientScript(origin.port, bytes, 'absolute'));
     const tunnel = await inSandbox(clientScript(origin.port, bytes, 'connect'));

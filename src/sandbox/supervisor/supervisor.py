@@ -373,9 +373,14 @@ class Supervisor:
         signal.set_wakeup_fd(wakeup_write)
 
     def send(self, kind, channel, payload=b""):
-        for offset in range(0, max(len(payload), 1), MAX_FRAME):
-            chunk = payload[offset:offset + MAX_FRAME]
-            write_all(1, HEADER.pack(kind, channel, len(chunk)) + chunk)
+        view = memoryview(payload)
+        for offset in range(0, max(len(view), 1), MAX_FRAME):
+            chunk = view[offset:offset + MAX_FRAME]
+            header = HEADER.pack(kind, channel, len(chunk))
+            # Header and payload in one write, without joining them into a copy.
+            written = os.writev(1, (header, chunk))
+            if written < len(header) + len(chunk):
+                write_all(1, (header + bytes(chunk))[written:])
 
     def send_json(self, kind, channel, value):
         self.send(kind, channel, json.dumps(value).encode())
@@ -532,12 +537,31 @@ class Supervisor:
             if not tunnel.reading:
                 self.close_tunnel(tunnel, True)
 
+    def send_direct(self, tunnel, payload):
+        """Send a payload to the tunnel's client; what is left over (None if the tunnel closed)."""
+        try:
+            written = tunnel.connection.send(payload)
+        except (BlockingIOError, InterruptedError):
+            return bytearray(payload)
+        except OSError:
+            self.close_tunnel(tunnel, True)
+            return None
+        if written:
+            self.send(ord("A"), tunnel.channel, struct.pack(">I", written))
+        return bytearray(payload[written:])
+
     def handle_tunnel_frame(self, kind, channel, payload):
         tunnel = self.tunnels.get(channel)
         if tunnel is None:
             return
         if kind == ord("D"):
-            tunnel.pending += payload
+            if tunnel.pending:
+                tunnel.pending += payload
+            else:
+                # Nothing queued: hand the payload straight on, queuing only what the socket refuses.
+                tunnel.pending = self.send_direct(tunnel, payload)
+                if tunnel.pending is None:
+                    return
             self.flush_tunnel(tunnel)
         elif kind == ord("A") and len(payload) == 4:
             tunnel.credit += struct.unpack(">I", payload)[0]
@@ -555,7 +579,7 @@ class Supervisor:
         if kind == ord("S"):
             if command is None:
                 try:
-                    self.start(channel, json.loads(payload))
+                    self.start(channel, json.loads(bytes(payload)))
                 except Exception as error:  # noqa: BLE001 - any bad start is reported, not fatal
                     self.commands.pop(channel, None)
                     self.send_json(ord("Q"), channel, {"code": None, "signal": None, "killed": False, "error": str(error)})
@@ -581,16 +605,25 @@ class Supervisor:
         if not chunk:
             self.input_open = False
             return
-        self.incoming += chunk
-        while len(self.incoming) >= HEADER.size:
-            kind, channel, length = HEADER.unpack_from(self.incoming)
+        if self.incoming:
+            self.incoming += chunk
+            data = self.incoming
+        else:
+            data = chunk
+        # Frames are cut from the read by offset; only an incomplete tail is kept for the next.
+        view = memoryview(data)
+        offset = 0
+        while len(data) - offset >= HEADER.size:
+            kind, channel, length = HEADER.unpack_from(view, offset)
             if length > 4 * MAX_FRAME:
                 raise SystemExit("frame too large")
-            if len(self.incoming) < HEADER.size + length:
+            end = offset + HEADER.size + length
+            if len(data) < end:
                 break
-            payload = bytes(self.incoming[HEADER.size:HEADER.size + length])
-            del self.incoming[:HEADER.size + length]
+            payload = view[offset + HEADER.size:end]
+            offset = end
             self.handle_frame(kind, channel, payload)
+        self.incoming = bytearray(data[offset:])
 
     def read_output(self, fd, command):
         if fd == command.status_fd:

@@ -53,14 +53,15 @@ describe('TunnelStream', () => {
     stream.pause();
     // Beyond the readable buffer's mark, nothing more is credited until the consumer reads.
     stream.deliver(Buffer.alloc(10_000));
+    stream.deliver(Buffer.alloc(TUNNEL_WINDOW_BYTES));
     stream.deliver(Buffer.alloc(20_000));
     const credited = () =>
       sent.filter((frame) => frame.type === TUNNEL_CREDIT).reduce((sum, frame) => sum + (frame.credit ?? 0), 0);
     expect(credited()).toBe(10_000);
     stream.read();
     await new Promise((resolve) => setImmediate(resolve));
-    expect(credited()).toBe(30_000);
-    expect(stream.bytesFromSandbox).toBe(30_000);
+    expect(credited()).toBe(TUNNEL_WINDOW_BYTES + 30_000);
+    expect(stream.bytesFromSandbox).toBe(TUNNEL_WINDOW_BYTES + 30_000);
   });
 
   it('half-closes with H, closes with Z, and a Z from the sandbox ends it without answering', async () => {

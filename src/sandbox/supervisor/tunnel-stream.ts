@@ -13,6 +13,9 @@ import {
 
 type Callback = (error?: Error | null) => void;
 
+/** What either side of the stream buffers before it pushes back: a window, as the supervisor grants. */
+const STREAM_BUFFER_BYTES = TUNNEL_WINDOW_BYTES;
+
 /**
  * The host's end of one connection that sandboxed code made to its supervisor's proxy listener,
  * carried over the supervisor's channel as frames (see `supervisor.py`): a Duplex whose readable
@@ -46,7 +49,7 @@ export class TunnelStream extends Duplex {
     readonly channel: number,
     private readonly sendFrame: (frame: Buffer, payload?: Buffer) => void,
   ) {
-    super({ allowHalfOpen: true });
+    super({ allowHalfOpen: true, highWaterMark: STREAM_BUFFER_BYTES });
   }
 
   /** Data the sandboxed client sent. */
