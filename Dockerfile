@@ -1,5 +1,5 @@
 # NODE_IMAGE lets air-gapped builds use a mirrored or locally built Node.js image.
-ARG NODE_IMAGE=node:22-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # Build stage: compile TypeScript and native modules, then drop dev dependencies.
 FROM ${NODE_IMAGE} AS build

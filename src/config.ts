@@ -9,6 +9,7 @@ import {
   MANAGED_UPLOAD_MAX_BYTES,
   type UploadMediaType,
 } from './media-types.js';
+import { SANDBOX_TOOL_NAMES, type SandboxToolName } from './sandbox-tool-names.js';
 import { defaultMaxFiles } from './workspace-file-defaults.js';
 
 /** Model providers the service can drive; the id after the colon is passed to the provider. */
@@ -40,16 +41,8 @@ export type StorageConfig =
       checksums: 'when_required' | 'when_supported';
     };
 
-/** The six curated sandbox tools, in the order they are listed to models. */
-export const SANDBOX_TOOL_NAMES = [
-  'sandbox_exec',
-  'sandbox_list_files',
-  'sandbox_read_file',
-  'sandbox_write_file',
-  'sandbox_import_file',
-  'sandbox_publish_file',
-] as const;
-export type SandboxToolName = (typeof SANDBOX_TOOL_NAMES)[number];
+// The tool-name table lives below the configuration, so host bundles can take it without this module.
+export { SANDBOX_TOOL_NAMES, type SandboxToolName } from './sandbox-tool-names.js';
 
 /** Operator policy for managed sandboxes. Every limit can only be lowered from its ceiling. */
 export interface SandboxConfig {

@@ -4,23 +4,8 @@ import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import type { HttpMetrics } from './metrics.js';
 import type { ReadinessCheck } from './readiness.js';
-import type { SandboxBackend } from './sandbox/backend.js';
-import type { EgressProxy } from './sandbox/egress/egress-proxy.js';
-import type { ToolAuthorizer } from './sandbox/execution-policy.js';
+import type { SandboxRuntime } from './sandbox/sandbox-runtime.js';
 import type { FileStorage, LocalDownloads } from './storage/file-storage.js';
-
-/** The sandbox backend with its cached readiness and the operator's custom authorization hook. */
-export interface SandboxRuntime {
-  backend: SandboxBackend;
-  /** Cached readiness (see `createCachedProbe`): never provisions anything. */
-  isReady(): Promise<boolean>;
-  /** Why the backend is not ready, when known (shown by `/readyz`: host capabilities, never secrets). */
-  problem?(): string | undefined;
-  /** Runs before every tool call, after the allow-list; a throw or `false` denies (fail closed). */
-  authorize?: ToolAuthorizer;
-  /** The policy proxy, every sandbox's only way out (see `createEgressProxy`). */
-  egress?: EgressProxy;
-}
 
 /**
  * Everything the HTTP app needs, built by `src/main.ts` (or by a test with temporary parts) and

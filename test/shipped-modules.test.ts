@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { packageRoot } from '../src/package-root.js';
 
 const root = packageRoot();
 const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+  exports: Record<string, string | { default: string }>;
   dependencies: Record<string, string>;
   peerDependencies: Record<string, string>;
 };
@@ -70,6 +71,63 @@ function packageName(specifier: string): string {
 /** The `.ts` file a relative `.js` specifier of `from` names. */
 function resolveRelative(from: string, specifier: string): string {
   return path.resolve(path.dirname(from), specifier).replace(/\.js$/, '.ts');
+}
+
+/** The package's entry points that hosts bundle into their own apps (`mordn/app` is the service itself). */
+const HOST_ENTRIES = ['./server', './server/hosted', './react'];
+
+/**
+ * What a host's bundle must never carry: the service's configuration (the environment schema),
+ * its database, storage and upload path, and its HTTP app and server. Shared tables that hosts
+ * need live in modules of their own (`src/media-types.ts`, `src/sandbox-tool-names.ts`).
+ */
+const SERVICE_ONLY = [
+  'src/config.ts',
+  'src/dependencies.ts',
+  'src/compose.ts',
+  'src/app.ts',
+  'src/server.ts',
+  'src/main.ts',
+  'src/cli.ts',
+  'src/http/app-env.ts',
+  'src/db/',
+  'src/storage/',
+  'src/uploads/',
+  'routes/',
+];
+const SERVICE_PACKAGES = ['@hono/node-server', '@hono/zod-openapi', 'kysely', 'better-sqlite3', 'pg', 'pino', 'busboy'];
+
+/** The source file of a package `exports` target (`./dist/src/exports/server.js` → `src/exports/server.ts`). */
+function entrySource(target: string): string {
+  const source = path.join(root, target.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts'));
+  return existsSync(source) ? source : `${source}x`;
+}
+
+/**
+ * Every module `entry` reaches through relative imports (type imports included: a host's type
+ * checker reads those too), each with the chain of files that leads to it, and the packages
+ * they import.
+ */
+function reachableFrom(entry: string): { chains: Map<string, string[]>; packages: Map<string, string[]> } {
+  const chains = new Map<string, string[]>([[entry, [entry]]]);
+  const packages = new Map<string, string[]>();
+  const queue = [entry];
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+    const chain = chains.get(file) as string[];
+    for (const { specifier } of importsOf(file)) {
+      if (!specifier.startsWith('.')) {
+        const name = packageName(specifier);
+        if (!packages.has(name)) packages.set(name, [...chain, specifier]);
+        continue;
+      }
+      const compiled = resolveRelative(file, specifier);
+      const target = existsSync(compiled) ? compiled : `${compiled}x`;
+      if (chains.has(target)) continue;
+      chains.set(target, [...chain, target]);
+      queue.push(target);
+    }
+  }
+  return { chains, packages };
 }
 
 describe('the shipped package', () => {
@@ -146,5 +204,33 @@ describe('the shipped package', () => {
     };
     for (const file of modules) walk(file);
     expect([...new Set(loops)]).toEqual([]);
+  });
+
+  it.each(HOST_ENTRIES)(
+    'keeps the service out of the host entry %s: no configuration, database, uploads or HTTP server',
+    (name) => {
+      const target = manifest.exports[name];
+      if (target === undefined || typeof target === 'string') throw new Error(`package.json exports no ${name}`);
+      const { chains, packages } = reachableFrom(entrySource(target.default));
+      expect(chains.size).toBeGreaterThan(3);
+      const show = (chain: string[]) =>
+        chain.map((file) => (path.isAbsolute(file) ? path.relative(root, file) : file)).join(' → ');
+      const offending: string[] = [];
+      for (const [file, chain] of chains) {
+        const relative = path.relative(root, file).split(path.sep).join('/');
+        if (SERVICE_ONLY.some((place) => (place.endsWith('/') ? relative.startsWith(place) : relative === place)))
+          offending.push(show(chain));
+      }
+      for (const [packageImported, chain] of packages) {
+        if (SERVICE_PACKAGES.includes(packageImported)) offending.push(show(chain));
+      }
+      expect(offending).toEqual([]);
+    },
+  );
+
+  it('keeps the tables host entries share with the service on the ground floor: they import nothing', () => {
+    for (const table of ['src/media-types.ts', 'src/sandbox-tool-names.ts']) {
+      expect(importsOf(path.join(root, table)), table).toEqual([]);
+    }
   });
 });

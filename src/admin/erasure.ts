@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
-import type { AppDependencies } from '../dependencies.js';
 import type { Logger } from '../logger.js';
 import type { SandboxBackend } from '../sandbox/backend.js';
 import type { FileStorage } from '../storage/file-storage.js';
@@ -41,10 +40,26 @@ export interface ErasureDependencies {
   logger: Logger;
 }
 
-/** What erasure needs, taken from the service's dependencies. */
-export function erasureDependencies(
-  deps: Pick<AppDependencies, 'database' | 'storage' | 'sandbox' | 'logger'>,
-): ErasureDependencies {
+/**
+ * The parts of the service's dependencies that erasure is drawn from: the app's `AppDependencies`
+ * carries them all, and nothing else of it is read.
+ */
+export interface ErasureSources {
+  database: { db: Db };
+  storage: FileStorage;
+  /** The managed-sandbox runtime, present when the operator enabled sandboxes. */
+  sandbox?: { backend: SandboxBackend } | undefined;
+  logger: Logger;
+}
+
+/**
+ * What erasure needs, taken from the service's dependencies: one place for the admin routes,
+ * the console and the session sweeper.
+ *
+ * @example
+ * const report = await eraseUserData(erasureDependencies(deps), owner, { dryRun: true, include: ['chats'] });
+ */
+export function erasureDependencies(deps: ErasureSources): ErasureDependencies {
   return { db: deps.database.db, storage: deps.storage, backend: deps.sandbox?.backend, logger: deps.logger };
 }
 

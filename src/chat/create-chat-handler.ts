@@ -10,10 +10,10 @@ import {
   type UIMessageChunk,
 } from 'ai';
 import { type AgentConfig, isSandboxEnabled } from '../agents/config-schema.js';
-import { SANDBOX_TOOL_NAMES } from '../config.js';
 import { ServiceError } from '../errors.js';
 import { normalizeError, problemResponse } from '../http/problem.js';
 import { DEFAULT_REQUEST_IDLE_TIMEOUT_MS, readBodyWithLimit } from '../http/request-body.js';
+import { SANDBOX_TOOL_NAMES } from '../sandbox-tool-names.js';
 import { failureText, isErrorChunkEcho } from './answer-failures.js';
 import { createAnswerReporter } from './answer-reporter.js';
 import { answerResponse, createAnswerSignal } from './answer-signal.js';
@@ -24,6 +24,7 @@ import { canonicalizeFileParts, referencedStoragePaths } from './file-parts.js';
 import { resignedHistory } from './history.js';
 import { parseChatRequest } from './incoming-request.js';
 import { type InterruptionReason, settleAnswer } from './interrupted-message.js';
+import { fromLanguageModelV4, isLanguageModelV4, type LanguageModelV4 } from './language-model-v4.js';
 import { createLinkGuard, type WorkspaceFilePublisher } from './link-guard.js';
 import { projectConversation } from './prompt-projection.js';
 import { createRemoteMcpTools, type RemoteMcpServer } from './remote-mcp-tools.js';
@@ -40,11 +41,22 @@ import { createWorkspaceFilePublisher } from './workspace-file-publisher.js';
 /** The six tool names the managed integration owns; no other tool source may use them. */
 export const RESERVED_TOOL_NAMES = new Set<string>(SANDBOX_TOOL_NAMES);
 
+/** A model a host hands in: `ai@6`'s `LanguageModel`, or a model of `ai@7`'s providers. */
+export type HostLanguageModel = LanguageModel | LanguageModelV4;
+
+function toLanguageModel(model: HostLanguageModel): LanguageModel {
+  return isLanguageModelV4(model) ? fromLanguageModelV4(model) : model;
+}
+
 export interface CreateChatHandlerOptions {
   /** The verified, signed-in user of a request (from the host's own session), or null. */
   getUserId(request: Request): string | null | undefined | Promise<string | null | undefined>;
-  /** The model, or a function choosing it from the resolved config (e.g. the agent's model id). */
-  model: LanguageModel | ((config: Readonly<AgentConfig>) => LanguageModel);
+  /**
+   * The model, or a function choosing it from the resolved config (e.g. the agent's model id): a
+   * model of `ai@6`'s providers (specification v3, or v2) or of `ai@7`'s (specification v4), or an
+   * id string for the SDK's global provider.
+   */
+  model: HostLanguageModel | ((config: Readonly<AgentConfig>) => HostLanguageModel);
   store: ChatStore;
   storage: AttachmentStorage;
   /** The agent's published config. */
@@ -310,7 +322,7 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
       };
 
       const model = withCoalescedDeltas(
-        typeof options.model === 'function' ? options.model(context.config) : options.model,
+        toLanguageModel(typeof options.model === 'function' ? options.model(context.config) : options.model),
         options.coalesceMs ?? DEFAULT_COALESCE_MS,
       );
       const stream = createUIMessageStream({

@@ -6,7 +6,7 @@
  */
 
 export type { ManagedSandboxIntegration } from '../chat/types.js';
-export { createHostedSandboxes, type HostedOptions } from '../hosted/create-hosted-sandboxes.js';
+export { createHostedSandboxes, type HostedOptions, toolResultValue } from '../hosted/create-hosted-sandboxes.js';
 export { createMordnHandler, type MordnHandler, type MordnHandlerOptions } from '../hosted/create-mordn-handler.js';
 export {
   type MintedSandboxToken,

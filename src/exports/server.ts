@@ -10,9 +10,11 @@ export {
   type ChatHandler,
   type CreateChatHandlerOptions,
   createChatHandler,
+  type HostLanguageModel,
   RESERVED_TOOL_NAMES,
 } from '../chat/create-chat-handler.js';
 export type { InterruptionReason, MordnMessageMetadata } from '../chat/interrupted-message.js';
+export type { LanguageModelV4 } from '../chat/language-model-v4.js';
 export type { RemoteMcpServer } from '../chat/remote-mcp-tools.js';
 export type {
   AttachmentOwner,

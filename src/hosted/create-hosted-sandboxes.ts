@@ -6,8 +6,8 @@ import { isSandboxEnabled } from '../agents/config-schema.js';
 import { isAnonymousUserId, rejectAnonymousUser } from '../auth/user-id.js';
 import { type ArtifactCarrier, mintArtifactCarrier, type PublishedFile } from '../chat/artifact-carrier.js';
 import type { BuiltTools, ChatRequestContext, ManagedSandboxIntegration, SandboxAvailability } from '../chat/types.js';
+import { ALL_UPLOAD_TYPES, MANAGED_UPLOAD_MAX_BYTES } from '../media-types.js';
 import type { ExchangeTransport } from '../net/bounded-response.js';
-import { ALL_UPLOAD_TYPES, MANAGED_UPLOAD_MAX_BYTES } from '../uploads/media-types.js';
 import { createApiFetch } from './api-fetch.js';
 import { resolveApiOrigin } from './api-origin.js';
 import { mintRequestBody, requestSandboxToken } from './mint-sandbox-token.js';
@@ -94,10 +94,29 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : 'unknown error';
 }
 
-function structuredContentOf(result: unknown): unknown {
+/**
+ * The value of a sandbox tool's result: its `structuredContent`, or, for a result too large to
+ * carry both (long or binary output), the JSON text of its first content part, which then has
+ * `truncated: true` if it was cut. Undefined for an error result or anything else.
+ *
+ * @example
+ * const value = toolResultValue(await tools.sandbox_exec.execute({ command: 'ls' }, options));
+ * // → { exitCode: 0, stdout: '…', stderr: '', truncated: false, … }
+ */
+export function toolResultValue(result: unknown): unknown {
   if (typeof result !== 'object' || result === null) return undefined;
-  const record = result as { isError?: unknown; structuredContent?: unknown };
-  return record.isError === true ? undefined : record.structuredContent;
+  const record = result as { isError?: unknown; structuredContent?: unknown; content?: unknown };
+  if (record.isError === true) return undefined;
+  if (record.structuredContent !== undefined) return record.structuredContent;
+  const first = (Array.isArray(record.content) ? record.content[0] : undefined) as
+    | { type?: unknown; text?: unknown }
+    | undefined;
+  if (first?.type !== 'text' || typeof first.text !== 'string') return undefined;
+  try {
+    return JSON.parse(first.text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -201,7 +220,7 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
       ...tool,
       execute: async (input, callOptions) => {
         const result = await execute(input, callOptions);
-        const parsed = PublishResult.safeParse(structuredContentOf(result));
+        const parsed = PublishResult.safeParse(toolResultValue(result));
         if (!parsed.success) return result;
         try {
           // Values for the download come from the signer's record, not from the tool result.

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
-import { SANDBOX_TOOL_NAMES, type SandboxToolName } from '../config.js';
+import { SANDBOX_TOOL_NAMES, type SandboxToolName } from '../sandbox-tool-names.js';
 import { createApiFetch } from './api-fetch.js';
 import { resolveApiOrigin } from './api-origin.js';
 

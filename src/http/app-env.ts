@@ -1,9 +1,9 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { AdminActor } from '../admin/audit-log.js';
 import type { AgentPrincipal } from '../auth/permissions.js';
-import type { SandboxToolName } from '../config.js';
 import type { ErrorCode } from '../errors.js';
-import type { SignedInConsole } from './console-auth.js';
+import type { SandboxToolName } from '../sandbox-tool-names.js';
+import type { SignedInConsole } from './signed-in-console.js';
 
 /**
  * Hono environment of the service. `Bindings` are present when served by `@hono/node-server` and

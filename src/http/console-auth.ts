@@ -1,25 +1,14 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import type { Kysely } from 'kysely';
-import {
-  CONSOLE_COOKIE,
-  type ConsoleSession,
-  CSRF_HEADER,
-  findConsoleSession,
-  requireCsrfToken,
-} from '../admin/console-sessions.js';
+import { CONSOLE_COOKIE, CSRF_HEADER, findConsoleSession, requireCsrfToken } from '../admin/console-sessions.js';
 import type { DatabaseSchema } from '../db/schema.js';
 import { ServiceError } from '../errors.js';
 import type { AppEnv } from './app-env.js';
+import type { SignedInConsole } from './signed-in-console.js';
 
 /** Methods that change nothing and so need no CSRF token. */
 export const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/** The signed-in console session a request's cookie names, with the cookie's secret. */
-export interface SignedInConsole {
-  session: ConsoleSession;
-  secret: string;
-}
 
 /**
  * The console session of a request, or undefined when its cookie is missing, unknown or expired.

@@ -75,13 +75,27 @@ export function toolCallOf(part: UIMessage['parts'][number]): ToolCallPart | und
  */
 export function toolFailureText(part: ToolCallPart): string | undefined {
   if (part.errorText) return part.errorText;
-  const content = (part.output as { content?: Array<{ text?: unknown }> } | undefined)?.content;
-  const text = content?.[0]?.text;
+  const message = (toolOutputValue(part) as { error?: { message?: unknown } } | undefined)?.error?.message;
+  return typeof message === 'string' ? message : undefined;
+}
+
+/**
+ * The value of a Mordn tool result: its `structuredContent`, or — for a result too large to carry
+ * both (long or binary output) — the JSON text of its first content part.
+ */
+export function toolOutputValue(part: ToolCallPart): unknown {
+  const output = part.output as { structuredContent?: unknown; content?: Array<{ text?: unknown }> } | undefined;
+  if (output?.structuredContent !== undefined) return output.structuredContent;
+  const text = output?.content?.[0]?.text;
   if (typeof text !== 'string') return undefined;
   try {
-    const message = JSON.parse(text)?.error?.message;
-    return typeof message === 'string' ? message : undefined;
+    return JSON.parse(text) as unknown;
   } catch {
     return undefined;
   }
+}
+
+/** Whether a finished tool call's output was cut to fit (`truncated: true`, in either shape). */
+export function toolOutputTruncated(part: ToolCallPart): boolean {
+  return part.state === 'output-available' && (toolOutputValue(part) as { truncated?: unknown })?.truncated === true;
 }

@@ -2,7 +2,6 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
 import type { DatabaseSchema } from '../db/schema.js';
-import type { SandboxRuntime } from '../dependencies.js';
 import type { Logger } from '../logger.js';
 import type { HttpMetrics } from '../metrics.js';
 import type { SandboxBackend } from './backend.js';
@@ -12,6 +11,7 @@ import type { ResolveAll } from './egress/destinations.js';
 import { createEgressProxy } from './egress/egress-proxy.js';
 import type { ToolAuthorizer } from './execution-policy.js';
 import { createCachedProbe } from './readiness-probe.js';
+import type { SandboxRuntime } from './sandbox-runtime.js';
 import type { TunnelStream } from './supervisor/tunnel-stream.js';
 
 /** How long a readiness probe result is trusted before it is refreshed in the background. */

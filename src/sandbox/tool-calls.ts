@@ -5,7 +5,6 @@ import { getEffectiveConfig } from '../agents/agent-configs.js';
 import type { AgentPrincipal } from '../auth/permissions.js';
 import type { Config, SandboxToolName } from '../config.js';
 import type { DatabaseSchema } from '../db/schema.js';
-import type { SandboxRuntime } from '../dependencies.js';
 import { ServiceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { FileStorage } from '../storage/file-storage.js';
@@ -13,6 +12,7 @@ import { type EffectivePolicy, effectivePolicy } from './egress/effective-policy
 import { authorizeToolCall } from './execution-policy.js';
 import { evaluateSandboxGate, sandboxGateDependencies } from './gate.js';
 import { consumeRateLimit } from './rate-limit.js';
+import type { SandboxRuntime } from './sandbox-runtime.js';
 import { checkToolArguments } from './tools/check-arguments.js';
 import { dispatchSandboxTool } from './tools/dispatch.js';
 import { toToolError } from './tools/file-tools.js';

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { readEnvFile } from './env-file.js';
 
 /** Where `scripts/mcp-clients.sh` put Node 22 and the out-of-process MCP clients. */
@@ -104,4 +105,43 @@ export function runNode(
     });
     child.stdin.end(options.stdin ?? '');
   });
+}
+
+/** Where `scripts/mcp-clients.sh` put the AI SDK 7 line: a prefix holding `ai@7` and its provider. */
+export interface AiSdk7Install {
+  /** The prefix whose node_modules holds `ai`, `@ai-sdk/openai-compatible` and `@ai-sdk/provider-utils` of AI SDK 7. */
+  dir: string;
+  /** The file URL of `node_modules/<name>`'s ESM entry in that prefix, to `import()`. */
+  entry(name: string, subpath?: string): string;
+}
+
+/**
+ * The AI SDK 7 install, or why it cannot be used here: it is missing, or this Node is older than
+ * 22 (what `ai@7` needs; the suite's Node 20 run skips these tests, the Node 22 and 24 runs do
+ * them). With MORDN_TEST_AI_SDK7=require (as CI sets for those runs) either is a failure.
+ */
+export function findAiSdk7(
+  environment: NodeJS.ProcessEnv = process.env,
+): { install: AiSdk7Install } | { reason: string } {
+  const file = mcpClientsEnvFile(environment);
+  const dir = existsSync(file) ? (readEnvFile(file).MORDN_AI_SDK7_DIR ?? '') : '';
+  const major = Number(process.versions.node.split('.')[0]);
+  let reason: string | undefined;
+  if (major < 22) reason = `AI SDK 7 needs Node >= 22 and this is Node ${process.versions.node}`;
+  else if (dir === '' || !existsSync(path.join(dir, 'node_modules', 'ai', 'package.json')))
+    reason = `${file} names no AI SDK 7 install: run \`${MCP_CLIENTS_SETUP}\``;
+  if (reason === undefined) {
+    const entry = (name: string, subpath = '.') => {
+      const root = path.join(dir, 'node_modules', name);
+      const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+        exports: Record<string, { import: string }>;
+      };
+      const target = manifest.exports[subpath]?.import;
+      if (target === undefined) throw new Error(`${name} exports no ${subpath}`);
+      return pathToFileURL(path.join(root, target)).href;
+    };
+    return { install: { dir, entry } };
+  }
+  if (environment.MORDN_TEST_AI_SDK7 === 'require') throw new Error(`MORDN_TEST_AI_SDK7=require, but ${reason}`);
+  return { reason };
 }

@@ -1,9 +1,9 @@
 import path from 'node:path';
 import { fileExists, readKeyedNumbers, readNumber, writeControlFile } from './cgroup-files.js';
+import type { CgroupHierarchy } from './cgroup-hierarchy.js';
 import { type CgroupLimits, CPU_PERIOD_MICROS, cpuQuotaMicros } from './cgroup-limits.js';
 import { directoryInMount } from './cgroup-mounts.js';
 import { ensureParent, type HierarchyContext, probeParent } from './cgroup-parent.js';
-import type { CgroupHierarchy } from './cgroups.js';
 import { createWorkspaceCgroup, type WorkspaceCgroupLayout } from './workspace-cgroup.js';
 
 /** The v1 controllers a workspace cgroup is made in. */

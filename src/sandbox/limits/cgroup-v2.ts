@@ -9,10 +9,10 @@ import {
   readProcesses,
   writeControlFile,
 } from './cgroup-files.js';
+import type { CgroupHierarchy } from './cgroup-hierarchy.js';
 import { type CgroupLimits, CPU_PERIOD_MICROS, cpuQuotaMicros } from './cgroup-limits.js';
 import { directoryInMount } from './cgroup-mounts.js';
 import { ensureParent, type HierarchyContext, probeParent, unavailable } from './cgroup-parent.js';
-import type { CgroupHierarchy } from './cgroups.js';
 import { createWorkspaceCgroup, type WorkspaceCgroupLayout } from './workspace-cgroup.js';
 
 /** The v2 controllers a workspace cgroup is limited by. */

@@ -1,33 +1,19 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { errorCode } from './cgroup-files.js';
-import type { CgroupLimits } from './cgroup-limits.js';
+import type { CgroupHierarchy } from './cgroup-hierarchy.js';
 import { isAtOrBelow, parseCgroupMounts, parseOwnCgroups } from './cgroup-mounts.js';
 import type { HierarchyContext } from './cgroup-parent.js';
 import { type RemoveDirectory, removeCgroupDirectory } from './cgroup-removal.js';
 import { CgroupUnavailableError } from './cgroup-unavailable-error.js';
 import { findLegacyOwnDirectories, openLegacyHierarchy } from './cgroup-v1.js';
 import { findUnifiedOwnDirectory, openUnifiedHierarchy } from './cgroup-v2.js';
-import type { WorkspaceCgroup } from './workspace-cgroup.js';
 
+export type { CgroupHierarchy } from './cgroup-hierarchy.js';
 export type { CgroupLimits } from './cgroup-limits.js';
 export type { RemoveDirectory } from './cgroup-removal.js';
 export { CgroupUnavailableError } from './cgroup-unavailable-error.js';
 export type { CpuStatistics, WorkspaceCgroup } from './workspace-cgroup.js';
-
-/** Where workspace cgroups are made: one cgroup per active workspace, below the service's own cgroup. */
-export interface CgroupHierarchy {
-  readonly version: 1 | 2;
-  /** The parent directories workspace cgroups are created in: one per controller on v1, one on v2. */
-  readonly directories: readonly string[];
-  /** The same directories as one string, for logs. */
-  readonly location: string;
-  /**
-   * Creates the named cgroup with these limits, or adopts it (and applies the limits) when an
-   * earlier run left it. `name` is a workspace id matching `^[A-Za-z0-9_-]{1,64}$`.
-   */
-  create(name: string, limits: CgroupLimits): Promise<WorkspaceCgroup>;
-}
 
 /** Where to look for cgroups; everything but `root` exists for tests on a fake tree. */
 export interface OpenCgroupHierarchyOptions {

