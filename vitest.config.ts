@@ -23,6 +23,7 @@ const DATABASE_FREE = [
   'test/hosted-fetch.test.ts',
   'test/scripted-model.test.ts',
   'test/request-fuzz.test.ts',
+  'test/docs-links.test.ts',
   'test/fault-disk-full.test.ts',
   'test/fault-storage.test.ts',
   'test/fault-sandbox-backend.test.ts',

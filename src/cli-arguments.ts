@@ -22,14 +22,14 @@ Options:
   -h, --help     Show help (for a command: mordn <command> --help) and change nothing.
   --version      Print the version of mordn.
 
-Configuration comes from environment variables; see the README.
+Configuration comes from environment variables; see docs/configuration.md.
 `;
 
 const COMMAND_USAGE: Record<CliCommand, string> = {
   serve: `Usage: mordn serve
 
 Starts the service: reads the configuration from environment variables (PORT, HOST,
-MORDN_DATA_DIR, DATABASE_URL, …; see the README), applies pending migrations and listens until
+MORDN_DATA_DIR, DATABASE_URL, …; see docs/configuration.md), applies pending migrations and listens until
 SIGTERM or SIGINT.
 
 Options:

@@ -619,7 +619,7 @@ function parsePublicUrl(environment: Environment, problems: Problem[]): string {
 }
 
 /**
- * Parses the service configuration from environment variables (see the README's table). Pure: it
+ * Parses the service configuration from environment variables (see docs/configuration.md). Pure: it
  * reads only `environment` and never exits; invalid input throws a `ConfigError` naming each
  * offending variable.
  *

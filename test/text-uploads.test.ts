@@ -12,14 +12,14 @@ const MANAGED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true
 
 let service: TestService;
 let fixture: AgentFixture;
-/** The README's paragraph on text uploads, whitespace collapsed. */
+/** The uploads page's paragraph on text uploads (docs/uploads.md), whitespace collapsed. */
 let textUploadsParagraph: string;
 
 beforeAll(async () => {
   service = await startTestService({ environment: { MORDN_SANDBOX_ENABLED: 'true' } });
   fixture = await createAgentFixture(service.database.db, { published: MANAGED });
-  const readme = await readFile(path.join(packageRoot(), 'README.md'), 'utf8');
-  textUploadsParagraph = (/\n- \*\*Text uploads\*\*[\s\S]*?(?=\n- )/.exec(readme)?.[0] ?? '').replace(/\s+/g, ' ');
+  const uploadsPage = await readFile(path.join(packageRoot(), 'docs', 'uploads.md'), 'utf8');
+  textUploadsParagraph = (/\n- \*\*Text uploads\*\*[\s\S]*?(?=\n- )/.exec(uploadsPage)?.[0] ?? '').replace(/\s+/g, ' ');
 });
 afterAll(() => service.close());
 
@@ -27,14 +27,14 @@ async function storedRowCount(): Promise<number> {
   return (await service.database.db.selectFrom('stored_files').select('storage_path').execute()).length;
 }
 
-/** The elements the README says make a text an HTML document when the text opens with one. */
+/** The elements the uploads page says make a text an HTML document when the text opens with one. */
 function documentedHtmlElements(): string[] {
   const list = /a first element (.*?), or a `<!--` that never closes/.exec(textUploadsParagraph)?.[1] ?? '';
   return [...list.matchAll(/`([a-z]+)`/g)].map((match) => match[1] as string);
 }
 
-describe('text uploads are checked for markup at their start only, as the README says', () => {
-  it('the README says what is checked: the start only, and markup further in is accepted', () => {
+describe('text uploads are checked for markup at their start only, as docs/uploads.md says', () => {
+  it('the uploads page says what is checked: the start only, and markup further in is accepted', () => {
     expect(textUploadsParagraph).toContain('Markup is checked for at the **start of the text** only');
     expect(textUploadsParagraph).toContain('within its first 64 KiB');
     expect(textUploadsParagraph).toContain('Everything else is accepted, in every text type');

@@ -11,7 +11,7 @@ export const ProblemSchema = z
     detail: z.string().openapi({ example: 'No such agent.' }),
     code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]).openapi({
       example: 'NOT_FOUND',
-      description: 'Stable UPPER_SNAKE error code (the README lists each with its status).',
+      description: 'Stable UPPER_SNAKE error code (docs/api.md lists each with its status).',
     }),
     requestId: z.string().openapi({ example: '1b4e28ba-2fa1-11d2-883f-0016d3cca427' }),
     errors: z

@@ -13,7 +13,7 @@ const SNIFF_WINDOW = 64 * 1024;
 /**
  * First elements that make a text an HTML document. Elements Markdown itself often opens with
  * (`<p align="center">`, `<div>`, `<img>`) are deliberately absent: a README may start that way, and
- * no download is rendered (attachments, `nosniff`, a sandboxing CSP). The README lists these tags.
+ * no download is rendered (attachments, `nosniff`, a sandboxing CSP). docs/uploads.md lists these tags.
  */
 export const HTML_TAGS: readonly string[] = [
   'html',
