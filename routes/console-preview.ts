@@ -27,6 +27,22 @@ export function previewPrincipal(sessionId: string, tenantId: string, agentId: s
 }
 
 /**
+ * The preview chat's history, where a chat nothing was sent in yet is empty rather than missing:
+ * the console names each preview chat before its first message and loads it on every mount, and
+ * a 404 there would stand for nothing wrong. Every other answer passes as it is.
+ */
+async function emptyUntilStarted(request: Request, response: Response): Promise<Response> {
+  const chatId = new URL(request.url).searchParams.get('chatId');
+  if (!chatId || response.status !== 404) return response;
+  const problem = (await response
+    .clone()
+    .json()
+    .catch(() => undefined)) as { code?: unknown } | undefined;
+  if (problem?.code !== 'NOT_FOUND') return response;
+  return Response.json({ id: chatId, messages: [] }, { headers: { 'Cache-Control': 'private, no-store' } });
+}
+
+/**
  * `/console/api/agents/:agentId/preview`: the chat endpoint `<MordnChat>` talks to in the console,
  * the same one a host mounts (`createMordnHandler`: chat, uploads, history, bootstrap). It reaches
  * the API in process as the session's preview user, and `/v1/chat` runs that user's turns on the
@@ -62,7 +78,7 @@ export function registerConsolePreviewRoutes(app: OpenAPIHono<AppEnv>, deps: App
       selfBaseUrl: IN_PROCESS_ORIGIN,
       transport: inProcessTransport(app, principal),
     });
-    if (c.req.method === 'GET') return handler.GET(c.req.raw);
+    if (c.req.method === 'GET') return emptyUntilStarted(c.req.raw, await handler.GET(c.req.raw));
     if (c.req.method === 'DELETE') return handler.DELETE(c.req.raw);
     return handler.POST(c.req.raw);
   });

@@ -14,7 +14,11 @@ async function runInit(json: boolean): Promise<void> {
   const database = await openDatabase(config.database);
   try {
     const result = await initialize(database.db);
-    process.stdout.write(json ? `${JSON.stringify(result)}\n` : describeInitResult(result, config.publicUrl));
+    process.stdout.write(
+      json
+        ? `${JSON.stringify(result)}\n`
+        : describeInitResult(result, config.publicUrl, { adminToken: config.adminToken !== undefined }),
+    );
   } finally {
     await database.close();
   }

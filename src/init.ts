@@ -26,12 +26,46 @@ export async function initialize(db: Kysely<DatabaseSchema>): Promise<InitResult
   return { status: 'created', tenant, agent, key };
 }
 
-/** What a newcomer needs to make a first request, for the terminal. */
-export function describeInitResult(result: InitResult, publicUrl: string): string {
+/** How to reach the admin API and the console: both exist only with `MORDN_ADMIN_TOKEN`. */
+function adminLines(publicUrl: string, adminToken: boolean): string[] {
+  const consoleUrl = `${publicUrl}/console/`;
+  if (adminToken) {
+    return [
+      'The admin API (/v1/admin/*) and the web console need MORDN_ADMIN_TOKEN; it is set here.',
+      `With the service running, open ${consoleUrl} and sign in with its value.`,
+    ];
+  }
+  return [
+    'The admin API (/v1/admin/*) and the web console need MORDN_ADMIN_TOKEN (16 characters or more),',
+    'which is not set here, so both are off. Start the service with one, and keep it: you sign in with it.',
+    '',
+    '  export MORDN_ADMIN_TOKEN="$(openssl rand -hex 32)"',
+    '  npm start',
+    '',
+    `Then open ${consoleUrl} and sign in with the value of MORDN_ADMIN_TOKEN.`,
+  ];
+}
+
+/**
+ * What a newcomer needs for a first request and for the admin API and the console, for the
+ * terminal. `publicUrl` is `MORDN_PUBLIC_URL` (default `http://127.0.0.1:$PORT`); `adminToken`
+ * says whether `MORDN_ADMIN_TOKEN` is set. The curl command comes last, so it can be copied whole.
+ *
+ * @example
+ * process.stdout.write(describeInitResult(result, config.publicUrl, { adminToken: config.adminToken !== undefined }));
+ */
+export function describeInitResult(
+  result: InitResult,
+  publicUrl: string,
+  options: { adminToken?: boolean } = {},
+): string {
+  const admin = adminLines(publicUrl, options.adminToken ?? false);
   if (result.status === 'exists') {
     return [
       `This database already has ${result.tenants} tenant(s); nothing was created.`,
-      'Issue a new key with the admin API: POST /v1/admin/agents/<agentId>/keys (see the README).',
+      'Issue a new key with the admin API: POST /v1/admin/agents/<agentId>/keys (see the README), or in the console.',
+      '',
+      ...admin,
       '',
     ].join('\n');
   }
@@ -44,6 +78,8 @@ export function describeInitResult(result: InitResult, publicUrl: string): strin
     `          id ${result.key.id}, permissions ${result.key.permissions.join(' + ')}`,
     '',
     'The key is shown only now and stored hashed: keep it in your backend, never in a browser.',
+    '',
+    ...admin,
     '',
     'With the service running (npm start), a first authenticated request:',
     '',

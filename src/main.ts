@@ -11,6 +11,7 @@ import { type PermissionRepair, PrivatePathError } from './private-files.js';
 import { sweepEgressLog } from './sandbox/egress/egress-log.js';
 import { startRetentionSweeper } from './sandbox/retention.js';
 import { startServer } from './server.js';
+import { describeStartup } from './startup-report.js';
 import { removeOrphanedTemporaryFiles } from './temporary-files.js';
 
 /**
@@ -51,7 +52,9 @@ export function secureDataDirectoryOrExit(config: Config): PermissionRepair[] {
  * The service process: configuration → private data directory (without the temporary files a
  * crashed process left) → dependencies → HTTP server,
  * with graceful shutdown on SIGTERM/SIGINT (stop accepting, finish in-flight requests within the
- * bound, close the database).
+ * bound, stop the sandboxes (bwrap: and unmount the workspace filesystems they used), close the
+ * database).
+ * Once listening it logs what is on and off, and why (see `describeStartup`).
  */
 export async function runService(environment: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = loadConfigOrExit(environment);
@@ -110,6 +113,11 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
     },
     'mordn listening',
   );
+  // What is on and off, and why: the first thing a newcomer looks for in the log.
+  const origin = config.port === 0 && config.publicUrl.endsWith(':0') ? server.loopbackUrl : config.publicUrl;
+  for (const line of describeStartup(config, { consoleUrl: `${origin}/console/` })) {
+    logger.info({ on: line.on, ...line.fields }, line.message);
+  }
 
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {

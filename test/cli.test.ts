@@ -68,6 +68,32 @@ describe('mordn init', PROCESS_TIMEOUT, () => {
     expect(init.stdout).toContain("-H 'X-Chat-User: user-123'");
   });
 
+  it('says that the admin API and the console need MORDN_ADMIN_TOKEN, and where the console is', async () => {
+    const without = await runMordn(['init'], { ...target.environment, PORT: '9123' });
+    expect(without.code).toBe(0);
+    expect(without.stdout).toContain('The admin API (/v1/admin/*) and the web console need MORDN_ADMIN_TOKEN');
+    expect(without.stdout).toContain('which is not set here, so both are off.');
+    expect(without.stdout).toContain('  export MORDN_ADMIN_TOKEN="$(openssl rand -hex 32)"');
+    expect(without.stdout).toContain(
+      'Then open http://127.0.0.1:9123/console/ and sign in with the value of MORDN_ADMIN_TOKEN.',
+    );
+    // The curl command stays last, to be copied whole.
+    expect(without.stdout.trimEnd().endsWith("-H 'X-Chat-User: user-123'")).toBe(true);
+
+    const token = 'init-admin-token-0123456789abcdef';
+    const again = await runMordn(['init'], {
+      ...target.environment,
+      PORT: '9123',
+      MORDN_PUBLIC_URL: 'https://mordn.example.net',
+      MORDN_ADMIN_TOKEN: token,
+    });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('nothing was created');
+    expect(again.stdout).toContain('MORDN_ADMIN_TOKEN; it is set here.');
+    expect(again.stdout).toContain('open https://mordn.example.net/console/ and sign in with its value.');
+    expect(again.stdout).not.toContain(token);
+  });
+
   it('changes nothing on a database that already has tenants', async () => {
     expect((await runMordn(['init', '--json'], target.environment)).code).toBe(0);
     const second = await runMordn(['init', '--json'], target.environment);
@@ -79,6 +105,64 @@ describe('mordn init', PROCESS_TIMEOUT, () => {
     } finally {
       await database.close();
     }
+  });
+});
+
+describe('mordn serve start-up log', PROCESS_TIMEOUT, () => {
+  /** The start-up report's lines (model, sandboxes, egress, console) of `mordn serve` in `environment`. */
+  async function startupReport(environment: Record<string, string>): Promise<Array<Record<string, unknown>>> {
+    const service = spawnMordn(['serve'], { ...target.environment, PORT: '0', ...environment });
+    try {
+      await service.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('admin API and console'));
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
+    return service.stdout
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      })
+      .filter((line) => /^(model|sandboxes|sandbox egress|admin API and console) (on|off): /.test(String(line.msg)));
+  }
+
+  it('says whether a model, sandboxes (and which backend), egress and the console are on, and why not', async () => {
+    const off = await startupReport({});
+    expect(off.map((line) => line.msg)).toEqual([
+      'model off: MORDN_MODEL is not set, so POST /v1/chat answers 503 MODEL_NOT_CONFIGURED',
+      'sandboxes off: MORDN_SANDBOX_ENABLED is not true, so no agent gets sandbox tools',
+      'sandbox egress off: sandboxes are off',
+      'admin API and console off: MORDN_ADMIN_TOKEN is not set, so /v1/admin/* and the web console at /console/ do not exist',
+    ]);
+    expect(off.map((line) => line.on)).toEqual([false, false, false, false]);
+
+    const token = 'startup-admin-token-0123456789abcdef';
+    const on = await startupReport({
+      MORDN_MODEL: 'openai-compatible:scripted-1',
+      MORDN_MODEL_BASE_URL: 'http://127.0.0.1:9/v1',
+      MORDN_SANDBOX_ENABLED: 'true',
+      MORDN_SANDBOX_BACKEND: 'bwrap',
+      MORDN_SANDBOX_EGRESS: 'on',
+      MORDN_ADMIN_TOKEN: token,
+    });
+    expect(on.map((line) => line.on)).toEqual([true, true, true, true]);
+    expect(on[0]).toMatchObject({
+      msg: 'model on: openai-compatible:scripted-1 (MORDN_MODEL)',
+      model: 'openai-compatible:scripted-1',
+    });
+    expect(on[1]).toMatchObject({ backend: 'bwrap' });
+    expect(String(on[1]?.msg)).toMatch(/^sandboxes on: bwrap backend \(MORDN_SANDBOX_BACKEND\) for every tenant/);
+    expect(on[2]).toMatchObject({ ceiling: { ports: [80, 443], tenants: 'all', maxConnections: 16 } });
+    expect(String(on[2]?.msg)).toMatch(
+      /^sandbox egress on: ceiling for every tenant: ports 80,443, package index https:\/\/pypi\.org\/simple\//,
+    );
+    expect(String(on[3]?.msg)).toMatch(
+      /^admin API and console on: open http:\/\/127\.0\.0\.1:\d+\/console\/ and sign in with the value of MORDN_ADMIN_TOKEN/,
+    );
+    expect(JSON.stringify(on)).not.toContain(token);
   });
 });
 

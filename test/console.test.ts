@@ -285,6 +285,14 @@ describe('the console preview chat', () => {
 
     const bootstrap = await service.fetch(`${route}?bootstrap`, withSession(session, { csrf: false }));
     expect(bootstrap.status).toBe(200);
+    // The picker follows the published config: images only until sandboxes are published.
+    expect((await readJson(bootstrap)).features.attachments).toMatchObject({ enabled: true, accept: ['image/*'] });
+
+    // A chat nothing was sent in yet is empty rather than missing: the console names its preview
+    // chat before the first message and loads it on every mount, so this must not be a 404.
+    const unstarted = await service.fetch(`${route}?chatId=preview-1`, withSession(session, { csrf: false }));
+    expect(unstarted.status).toBe(200);
+    expect(await readJson(unstarted)).toEqual({ id: 'preview-1', messages: [] });
 
     const noCsrf = await service.fetch(
       route,
@@ -306,6 +314,11 @@ describe('the console preview chat', () => {
       withSession(session, { method: 'POST' }),
     );
     expect(published.status).toBe(200);
+    const republished = await readJson(
+      await service.fetch(`${route}?bootstrap`, withSession(session, { csrf: false })),
+    );
+    expect(republished.features.attachments.accept).toEqual(expect.arrayContaining(['text/csv', '.csv']));
+    expect(republished.features.attachments.maxBytes).toBe(10 * 1024 * 1024);
     // A newer draft, still with sandboxes: the preview runs it rather than what is published.
     const second = await service.fetch(
       `/v1/admin/agents/${agentId}/config`,

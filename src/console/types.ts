@@ -64,7 +64,9 @@ export interface AgentWorkspace {
   id: string;
   userId: string;
   backend: string;
+  /** As last measured by a file tool (0 until one did). */
   bytesUsed: number;
+  /** Always null in a listing: the service counts no files there, so the console shows none. */
   fileCount: number | null;
   lastUsedAt: string;
   deleteAfter: string | null;

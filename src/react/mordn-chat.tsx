@@ -5,7 +5,14 @@ import { DefaultChatTransport, type UIMessage } from 'ai';
 import { type FormEvent, type KeyboardEvent, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { FileCard } from './file-card.js';
 import { describeAccepted, formatBytes } from './format.js';
-import { INTERRUPTION_NOTES, interruptionOf, toFilePart, toolCallOf, withInterruption } from './messages.js';
+import {
+  INTERRUPTION_NOTES,
+  interruptionOf,
+  toFilePart,
+  toolCallOf,
+  type Upload,
+  withInterruption,
+} from './messages.js';
 import { chatProblemOf } from './problems.js';
 import { ToolCall } from './tool-call.js';
 import { useAttachments } from './use-attachments.js';
@@ -67,6 +74,7 @@ export function MordnChat({
   const end = useRef<HTMLLIElement>(null);
   const attachments = useAttachments(api, sent);
   const features = attachments.features;
+  const lastSent = useRef<{ text: string; files: Upload[] }>(undefined);
 
   const { messages, setMessages, sendMessage, status, error, stop, clearError } = useChat({
     ...(chatId === undefined ? {} : { id: chatId }),
@@ -83,6 +91,15 @@ export function MordnChat({
         return;
       }
       setAnnouncement('The answer is complete.');
+    },
+    // A refused turn (nothing answered; a lost connection may have arrived) goes back to the composer.
+    onError: (failure) => {
+      const turn = lastSent.current;
+      lastSent.current = undefined;
+      if (!turn || failure instanceof TypeError || messages.at(-1)?.role !== 'user') return;
+      setMessages(messages.slice(0, -1));
+      setInput((text) => text || turn.text);
+      attachments.restore(turn.files);
     },
   });
 
@@ -127,7 +144,9 @@ export function MordnChat({
     clearError();
     attachments.dismissProblems();
     setAnnouncement('');
-    sendMessage({ text: input, files: attachments.take().map(toFilePart) });
+    const files = attachments.take();
+    lastSent.current = { text: input, files };
+    sendMessage({ text: input, files: files.map(toFilePart) });
     setInput('');
     messageBox.current?.focus();
   }

@@ -23,6 +23,8 @@ export interface Attachments {
   remove: (storagePath: string) => void;
   /** Hands the pending files over (to a message being sent) and clears the list. */
   take: () => Upload[];
+  /** Puts files handed over back in the list (those of a message the endpoint refused). */
+  restore: (files: Upload[]) => void;
   dismissProblems: () => void;
 }
 
@@ -103,7 +105,9 @@ export function useAttachments(api: string, headers: Record<string, string> = NO
     return taken;
   }, [pending]);
 
+  const restore = (files: Upload[]) => setPending((current) => [...files, ...current]);
+
   const dismissProblems = useCallback(() => setProblems([]), []);
 
-  return { features, pending, uploading, problems, upload, remove, take, dismissProblems };
+  return { features, pending, uploading, problems, upload, remove, take, restore, dismissProblems };
 }

@@ -15,6 +15,7 @@ import {
   ensureConsoleBuilt,
   FOCUSED_NAME,
   literal,
+  renderedLines,
   seriousViolations,
   statusValue,
 } from './support/console-page.js';
@@ -59,6 +60,10 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
   const pageErrors: string[] = [];
   const cspViolations: string[] = [];
   const visited: string[] = [];
+  /** Every answer of 404 the page received: a console that works asks for nothing that is not there. */
+  const notFound: string[] = [];
+  /** The preview chat's history requests (`…/preview?chatId=…`) and their statuses. */
+  const historyLoads: Array<{ url: string; status: number }> = [];
   /** Values that must never appear in a URL the page requested. */
   const secrets: string[] = [ADMIN_TOKEN, WRONG_TOKEN];
   let cookieValue = '';
@@ -94,7 +99,10 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     expect(pageErrors).toEqual([]);
     expect(cspViolations).toEqual([]);
     for (const url of visited) for (const secret of secrets) expect(url).not.toContain(secret);
+    expect(notFound).toEqual([]);
   };
+  const userBubbles = () =>
+    page.getByRole('region', { name: 'Preview chat', exact: true }).locator('.mordn-message.mordn-user');
 
   beforeAll(async () => {
     const built = await ensureConsoleBuilt();
@@ -116,6 +124,11 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
       if (/content[- ]security[- ]policy/i.test(message.text())) cspViolations.push(message.text());
     });
     page.on('request', (request) => visited.push(request.url()));
+    page.on('response', (response) => {
+      if (response.status() === 404) notFound.push(`${response.request().method()} ${response.url()}`);
+      if (/\/preview\?chatId=/.test(response.url()))
+        historyLoads.push({ url: response.url(), status: response.status() });
+    });
   }, 180_000);
 
   // A failed step leaves its page behind: a screenshot and the page's text, to see what the SPA showed.
@@ -298,6 +311,22 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     expect(await chat.getByRole('status').textContent()).toBe(PUBLISH_FIRST);
     // Refused before the model was asked anything.
     expect(model.requests.length).toBe(0);
+    // A refused message does not stay as a sent bubble: it goes back to the message box, so
+    // sending it again shows it once. Refused again, it again leaves no bubble behind.
+    await expect.poll(() => userBubbles().count()).toBe(0);
+    expect(await chat.getByLabel('Message').inputValue()).toBe('Print the canary, please.');
+    const refusedAgain = page.waitForResponse(
+      (response) => response.url().endsWith('/preview') && response.request().method() === 'POST',
+    );
+    await chat.getByRole('button', { name: 'Send' }).click();
+    expect((await refusedAgain).status()).toBe(503);
+    await notice.waitFor();
+    await expect.poll(() => userBubbles().count()).toBe(0);
+    expect(await chat.getByLabel('Message').inputValue()).toBe('Print the canary, please.');
+    expect(model.requests.length).toBe(0);
+    // The page loaded the preview chat, which has no message yet, without a 404.
+    expect(historyLoads.length).toBeGreaterThan(0);
+    expect(historyLoads.filter((load) => load.status !== 200)).toEqual([]);
     await page
       .getByRole('region', { name: 'Preview', exact: true })
       .screenshot({ path: `${SCREENSHOTS}/agent-preview-publish-first.png` });
@@ -313,10 +342,31 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     // The same preview chat that was refused: asking again now runs in the sandbox.
     const preview = page.getByRole('region', { name: 'Preview', exact: true });
     const chat = page.getByRole('region', { name: 'Preview chat', exact: true });
+    // Without a reload, the picker follows the published config: documents such as CSV, up to 10 MB.
+    const hint = chat.locator('.mordn-hint');
+    await hint.getByText('up to 10.0 MB each.', { exact: false }).waitFor().catch(explained);
+    expect(await hint.textContent()).not.toContain('Attach images up to 5.0 MB each.');
+    expect(await chat.getByLabel('Attach files').getAttribute('accept')).toContain('text/csv');
+    await chat.getByLabel('Attach files').setInputFiles({
+      name: 'figures.csv',
+      mimeType: 'text/csv',
+      buffer: Buffer.from('month,total\njan,6\nfeb,7\n'),
+    });
+    await chat
+      .getByRole('list', { name: 'Attachments to send' })
+      .getByText('figures.csv', { exact: false })
+      .first()
+      .waitFor()
+      .catch(explained);
+    expect(await chat.locator('.mordn-problem').count()).toBe(0);
     await chat.getByLabel('Message').fill('Print the canary, please.');
     await chat.getByRole('button', { name: 'Send' }).click();
     await chat.getByText(ANSWER, { exact: true }).waitFor({ timeout: 60_000 }).catch(explained);
     expect(await chat.getByText(PUBLISH_FIRST).count()).toBe(0);
+    // One bubble for the one message sent, with its file: nothing of the refused sends is left.
+    expect(await userBubbles().count()).toBe(1);
+    expect(await userBubbles().first().textContent()).toContain('Print the canary, please.');
+    expect(await userBubbles().first().textContent()).toContain('figures.csv');
     // The component shows a tool call's name and progress, not its output: the canary comes back
     // through the answer, which the script gives only when the tool's result carried it.
     const tool = chat.locator('.mordn-tool[data-progress="done"]', { hasText: 'Running code' });
@@ -334,6 +384,16 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     const row = workspaces.getByRole('row').filter({ hasText: previewUser() });
     await row.waitFor();
     expect(await row.getByRole('cell').nth(1).textContent()).toBe('bwrap');
+    // What the service records, and nothing it does not: no file count column of "Not recorded".
+    expect(await workspaces.getByRole('columnheader').allTextContents()).toEqual([
+      'Owner (user id)',
+      'Backend',
+      'Size (last measured)',
+      'Last used',
+      'Deleted after',
+      'Actions',
+    ]);
+    expect(await workspaces.getByText('Not recorded').count()).toBe(0);
 
     await row.getByRole('button', { name: 'Erase…' }).click();
     // One erase panel at a time, in the section: its heading names the user.
@@ -349,6 +409,27 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     await panel.getByLabel('Chats').check();
     await counted('Chats').locator('dd').getByText('1', { exact: true }).waitFor();
     await workspaces.screenshot({ path: `${SCREENSHOTS}/workspaces-dry-run.png` });
+    // Labels are laid out in whole words ("Workspaces", never "WORKSPACE / S"), from a phone's width
+    // up, also where labels come out larger (a browser's minimum font size, a wider font): set here
+    // through the CSSOM, which the console's CSP allows.
+    const labelSizes = (size: string) =>
+      page.evaluate(
+        `document.querySelectorAll('.erase-panel dl dt').forEach((label) => { label.style.fontSize = '${size}'; })`,
+      );
+    for (const size of ['', '18px']) {
+      await labelSizes(size);
+      for (const width of [1280, 1024, 600, 390]) {
+        await page.setViewportSize({ width, height: 720 });
+        const labels = (await page.evaluate(renderedLines('.erase-panel dl dt'))) as string[][];
+        // Its lines joined by spaces: a word broken across lines ("Workspace", "s") shows as two.
+        expect(
+          labels.map((lines) => lines.map((line) => line.trim()).join(' ')),
+          `${width} px ${size}`,
+        ).toEqual(['Workspaces', 'Egress records', 'Chats']);
+      }
+    }
+    await labelSizes('');
+    await page.setViewportSize({ width: 1280, height: 720 });
     await panel.getByRole('button', { name: 'Erase now' }).click();
 
     await workspaces
@@ -402,6 +483,26 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
       const entries = await readJson(await withCookie('/v1/admin/audit?limit=50'));
       throw new Error(`audit rows missing: ${missing.join('; ')}\n${JSON.stringify(entries.items, null, 1)}`);
     }
+    // Times to the second: steps taken seconds apart are told apart.
+    const times = await page.getByRole('table').locator('tbody td:first-child time').allTextContents();
+    expect(times.length).toBeGreaterThanOrEqual(expected.length);
+    for (const time of times) expect(time).toMatch(/\d:\d{2}:\d{2}/);
+    // Identifiers never break inside a word: a route wraps only after a slash, the others not at all.
+    let wrapped = 0;
+    for (const width of [1280, 1024, 800]) {
+      await page.setViewportSize({ width, height: 720 });
+      const routes = (await page.evaluate(renderedLines('td code.chip:not(.chip-whole)'))) as string[][];
+      expect(routes.length).toBeGreaterThanOrEqual(expected.length);
+      for (const lines of routes) {
+        for (const line of lines.slice(0, -1)) expect(line, `${width} px: ${JSON.stringify(lines)}`).toMatch(/\/$/);
+        if (lines.length > 1) wrapped += 1;
+      }
+      const whole = (await page.evaluate(renderedLines('td code.chip-whole'))) as string[][];
+      expect(whole.filter((lines) => lines.length !== 1)).toEqual([]);
+    }
+    // Some did wrap (so the check above saw line breaks to judge).
+    expect(wrapped).toBeGreaterThan(0);
+    await page.setViewportSize({ width: 1280, height: 720 });
     await shot('audit');
     expectCleanPage();
   });

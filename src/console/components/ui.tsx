@@ -1,5 +1,5 @@
 /** Small shared pieces: headings that take focus, alerts, live status text, tables' helpers. */
-import { type ReactNode, useEffect, useId, useRef } from 'react';
+import { Fragment, type ReactNode, useEffect, useId, useRef } from 'react';
 import { errorMessage } from '../api.js';
 import { formatDateTime, formatDateTimeSeconds } from '../format.js';
 
@@ -62,6 +62,36 @@ export function Section({
       </div>
       {children}
     </section>
+  );
+}
+
+/**
+ * An identifier in a code chip, never broken inside a word: with `breakAfter` it may wrap only
+ * after those characters (a route after its slashes), otherwise not at all.
+ *
+ * @example
+ * <Chip text="/v1/admin/agents/:agentId/config" breakAfter="/" />
+ */
+export function Chip({ text, breakAfter }: { text: string; breakAfter?: string }) {
+  if (breakAfter === undefined) return <code className="mono chip chip-whole">{text}</code>;
+  const pieces: Array<{ at: number; text: string }> = [];
+  let start = 0;
+  for (let at = 0; at < text.length; at += 1) {
+    if (breakAfter.includes(text.charAt(at))) {
+      pieces.push({ at: start, text: text.slice(start, at + 1) });
+      start = at + 1;
+    }
+  }
+  if (start < text.length) pieces.push({ at: start, text: text.slice(start) });
+  return (
+    <code className="mono chip">
+      {pieces.map((piece) => (
+        <Fragment key={piece.at}>
+          {piece.text}
+          <wbr />
+        </Fragment>
+      ))}
+    </code>
   );
 }
 

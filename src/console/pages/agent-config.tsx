@@ -11,8 +11,19 @@ import { useApi } from '../session.js';
 import type { AgentConfig, AgentConfigState } from '../types.js';
 import { NetworkField } from './agent-network.js';
 
-/** The agent's draft and published configuration; `tenantId` is the agent's, for the operator's network ceiling. */
-export function ConfigSection({ agentId, tenantId }: { agentId: string; tenantId: string }) {
+/**
+ * The agent's draft and published configuration; `tenantId` is the agent's, for the operator's
+ * network ceiling. `onPublished` hears of each publish (the preview's picker follows it).
+ */
+export function ConfigSection({
+  agentId,
+  tenantId,
+  onPublished,
+}: {
+  agentId: string;
+  tenantId: string;
+  onPublished?: () => void;
+}) {
   const api = useApi();
   const path = `/v1/admin/agents/${segment(agentId)}/config`;
   const config = useResource<AgentConfigState>(path, () => api.get<AgentConfigState>(path));
@@ -22,7 +33,15 @@ export function ConfigSection({ agentId, tenantId }: { agentId: string; tenantId
       description="Edit the draft, then publish it. Integrators' chats use the published configuration."
     >
       <ResourceView resource={config}>
-        {(data) => <ConfigEditor path={path} tenantId={tenantId} state={data} onChange={config.set} />}
+        {(data) => (
+          <ConfigEditor
+            path={path}
+            tenantId={tenantId}
+            state={data}
+            onChange={config.set}
+            {...(onPublished ? { onPublished } : {})}
+          />
+        )}
       </ResourceView>
     </Section>
   );
@@ -33,11 +52,13 @@ function ConfigEditor({
   tenantId,
   state,
   onChange,
+  onPublished,
 }: {
   path: string;
   tenantId: string;
   state: AgentConfigState;
   onChange: (state: AgentConfigState) => void;
+  onPublished?: () => void;
 }) {
   const api = useApi();
   const id = useId();
@@ -70,6 +91,7 @@ function ConfigEditor({
     void run(async () => {
       const done = await api.post<{ published: AgentConfig }>(`${path}/publish`);
       onChange({ ...state, published: done.published });
+      onPublished?.();
       setStatus('Published.');
     });
   }

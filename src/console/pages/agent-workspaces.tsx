@@ -38,8 +38,7 @@ export function WorkspacesSection({ agentId }: { agentId: string }) {
           <>
             <th scope="col">Owner (user id)</th>
             <th scope="col">Backend</th>
-            <th scope="col">Size</th>
-            <th scope="col">Files</th>
+            <th scope="col">Size (last measured)</th>
             <th scope="col">Last used</th>
             <th scope="col">Deleted after</th>
             <th scope="col">
@@ -87,10 +86,8 @@ function WorkspaceRow({ workspace, open, onOpen }: { workspace: AgentWorkspace; 
         <code className="mono">{workspace.userId}</code>
       </td>
       <td>{workspace.backend}</td>
+      {/* As last measured by a tool call; a listing counts no files (that would walk every workspace). */}
       <td>{formatBytes(workspace.bytesUsed)}</td>
-      <td>
-        {workspace.fileCount === null ? <span className="muted">Not recorded</span> : formatCount(workspace.fileCount)}
-      </td>
       <td>
         <DateTime iso={workspace.lastUsedAt} />
       </td>

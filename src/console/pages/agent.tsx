@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import { segment } from '../api.js';
 import { DetailPage } from '../components/detail-page.js';
 import { SettingsSection } from '../components/manage.js';
@@ -25,6 +26,8 @@ export function AgentPage({ agentId }: { agentId: string }) {
   const name = agent.data?.name ?? '';
   useDocumentTitle(name === '' ? 'Agent' : name);
   const go = useNavigateWithMessage();
+  // Each publish may change what the preview's chat offers (the picker follows the published config).
+  const [publishes, setPublishes] = useState(0);
 
   async function rename(next: string) {
     agent.set(await api.patch<AgentRecord>(base, { name: next }));
@@ -60,9 +63,13 @@ export function AgentPage({ agentId }: { agentId: string }) {
             </Term>
           </dl>
           <KeysSection agentId={agentId} />
-          <ConfigSection agentId={agentId} tenantId={data.tenantId} />
+          <ConfigSection
+            agentId={agentId}
+            tenantId={data.tenantId}
+            onPublished={() => setPublishes((count) => count + 1)}
+          />
           <WorkspacesSection agentId={agentId} />
-          <PreviewSection agentId={agentId} />
+          <PreviewSection agentId={agentId} publishes={publishes} />
           <SettingsSection
             noun="agent"
             current={data.name}

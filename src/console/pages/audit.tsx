@@ -1,5 +1,5 @@
 import { PagedTable } from '../components/paged-table.js';
-import { Badge, DateTime, PageHeading, RefreshButton, Section } from '../components/ui.js';
+import { Badge, Chip, DateTime, PageHeading, RefreshButton, Section } from '../components/ui.js';
 import { useDocumentTitle } from '../hooks.js';
 import { useApiList } from '../lists.js';
 import type { AdminAuditEntry } from '../types.js';
@@ -31,16 +31,16 @@ export function AuditPage() {
           row={(entry) => (
             <tr key={entry.id}>
               <td className="nowrap">
-                <DateTime iso={entry.at} />
+                <DateTime iso={entry.at} seconds />
               </td>
               <td>
-                <code className="mono">{entry.actor}</code>
+                <Chip text={entry.actor} />
               </td>
               <td>
                 <span className="method">{entry.method}</span>
               </td>
-              <td>
-                <code className="mono">{entry.route}</code>
+              <td className="audit-route">
+                <Chip text={entry.route} breakAfter="/" />
               </td>
               <td>
                 {Object.keys(entry.target).length === 0 ? (
@@ -49,9 +49,7 @@ export function AuditPage() {
                   <ul className="plain-list">
                     {Object.entries(entry.target).map(([name, value]) => (
                       <li key={name}>
-                        <code className="mono">
-                          {name}={value}
-                        </code>
+                        <Chip text={`${name}=${value}`} />
                       </li>
                     ))}
                   </ul>
@@ -62,7 +60,7 @@ export function AuditPage() {
                 <Badge tone={entry.outcome === 'ok' ? 'ok' : 'bad'}>{entry.outcome}</Badge>
               </td>
               <td>
-                <code className="mono">{entry.requestId}</code>
+                <Chip text={entry.requestId} />
               </td>
             </tr>
           )}

@@ -422,7 +422,14 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     async close() {
       await warm.stop();
       await pool.stopAll();
-      if (hostPrepared) await (await host().catch(() => undefined))?.quota?.close();
+      if (!hostPrepared) return;
+      const quota = (await host().catch(() => undefined))?.quota;
+      await quota?.close();
+      // No sandbox of this process runs over the workspaces now: a stopped service leaves no
+      // mount behind in its data directory (the files stay in their images).
+      for (const failure of (await quota?.unmountOpened()) ?? []) {
+        options.onWarning?.(`A workspace filesystem stayed mounted at shutdown: ${failure}`);
+      }
     },
 
     ...fileOperations,

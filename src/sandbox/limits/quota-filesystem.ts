@@ -72,8 +72,15 @@ export interface QuotaFilesystems {
   remove(workspaceId: string): Promise<void>;
   /** Bytes and files in use (statfs of the mount); throws when the workspace has no filesystem. */
   usage(workspaceId: string): Promise<QuotaUsage>;
-  /** Stops making spare images (for shutdown); mounted filesystems stay mounted. */
+  /** Stops making spare images (for shutdown); mounted filesystems stay mounted (see `unmountOpened`). */
   close(): Promise<void>;
+  /**
+   * Unmounts every workspace filesystem this process mounted or used, after what was still under
+   * way on it (for shutdown, once no sandbox of this process runs over them): the data directory
+   * then holds files only. Images stay; the next `ensure` mounts them again. Resolves with one
+   * line per workspace that could not be unmounted, saying why.
+   */
+  unmountOpened(): Promise<string[]>;
 }
 
 /** Ids are service-made (`ws_…`); never a dot, so `.images` and other bookkeeping names stay free. */
@@ -273,6 +280,17 @@ export function createQuotaFilesystems(options: QuotaFilesystemOptions): QuotaFi
     unmount: (workspaceId) => close(workspaceId, false),
     close: () => spares.stop(),
     remove: (workspaceId) => close(workspaceId, true),
+
+    async unmountOpened() {
+      const failures: string[] = [];
+      // Those mounted, and those an operation is still mounting: `close` queues behind it.
+      for (const workspaceId of new Set([...mountedDevices.keys(), ...operations.keys(), ...moving.keys()])) {
+        await close(workspaceId, false).catch((error: unknown) => {
+          failures.push(`${workspaceId}: ${error instanceof Error ? error.message : String(error)}`);
+        });
+      }
+      return failures;
+    },
 
     async usage(workspaceId) {
       const mountPoint = await open(workspaceId, false);

@@ -105,3 +105,30 @@ export function statusValue(page: Page, header: string): Locator {
 export function literal(text: string): RegExp {
   return new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
 }
+
+/**
+ * A page expression: for each element matching `selector`, its text as the browser laid it out,
+ * one string per line (text-transform aside). A word broken across lines shows as two entries.
+ */
+export function renderedLines(selector: string): string {
+  return `[...document.querySelectorAll(${JSON.stringify(selector)})].map((element) => {
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    const lines = [];
+    let top;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let index = 0; index < node.data.length; index += 1) {
+        const range = document.createRange();
+        range.setStart(node, index);
+        range.setEnd(node, index + 1);
+        const box = range.getBoundingClientRect();
+        if (box.width === 0 && box.height === 0) continue;
+        if (top === undefined || box.top > top + box.height / 2) {
+          lines.push('');
+          top = box.top;
+        }
+        lines[lines.length - 1] += node.data[index];
+      }
+    }
+    return lines;
+  })`;
+}
