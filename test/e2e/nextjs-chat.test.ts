@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { totalsCommand } from '../support/docs-chat-model.js';
 import { readJson } from '../support/json.js';
 import {
   type ChatCompletionRequest,
@@ -18,24 +19,6 @@ const SALES = 'region,amount\nnorth,3\nsouth,5\nnorth,4\neast,10\n';
 const SUMMARY = 'region,total\neast,10\nnorth,7\nsouth,5\n';
 const CHART = 'x,y\n1,2\n';
 const USER = 'ada';
-
-/** The Python the scripted model runs in the sandbox: totals per region of the imported CSV. */
-function summarize(csvPath: string): string {
-  return [
-    "python3 - <<'PY'",
-    'import csv',
-    'totals = {}',
-    `with open(${JSON.stringify(csvPath)}, newline="") as source:`,
-    '    for row in csv.DictReader(source):',
-    '        totals[row["region"]] = totals.get(row["region"], 0) + int(row["amount"])',
-    'with open("summary.csv", "w", newline="") as target:',
-    '    writer = csv.writer(target, lineterminator="\\n")',
-    '    writer.writerow(["region", "total"])',
-    '    for region in sorted(totals):',
-    '        writer.writerow([region, totals[region]])',
-    'PY',
-  ].join('\n');
-}
 
 const STORY = Array.from({ length: 60 }, (_, index) => (index === 0 ? 'Once upon a time ' : `part ${index} `));
 
@@ -82,7 +65,11 @@ function script(request: ChatCompletionRequest): ModelTurn {
   )?.[0];
   const turns: ModelTurn[] = [
     { toolCalls: [{ name: 'sandbox_import_file', arguments: { storagePath } }] },
-    { toolCalls: [{ name: 'sandbox_exec', arguments: { command: summarize(imported ?? 'uploads/sales.csv') } }] },
+    {
+      toolCalls: [
+        { name: 'sandbox_exec', arguments: { command: totalsCommand(imported ?? 'uploads/sales.csv', 'summary.csv') } },
+      ],
+    },
     { toolCalls: [{ name: 'sandbox_publish_file', arguments: { path: 'summary.csv', filename: 'summary.csv' } }] },
     { text: ['Here is the summary ', 'by region.'] },
   ];

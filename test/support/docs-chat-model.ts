@@ -23,8 +23,11 @@ export function totalsPerRegionTurn(request: ChatCompletionRequest): ModelTurn {
   return turns[toolResults.length] ?? { text: 'Done.' };
 }
 
-/** The Python the model runs in the sandbox: `region,total` rows of the CSV's `amount` per region. */
-function totalsCommand(csvPath: string): string {
+/**
+ * The Python a scripted model runs in the sandbox: the CSV's `amount` totalled per region into
+ * `output` (`region,total` rows, sorted by region).
+ */
+export function totalsCommand(csvPath: string, output = 'totals.csv'): string {
   return [
     "python3 - <<'PY'",
     'import csv',
@@ -32,7 +35,7 @@ function totalsCommand(csvPath: string): string {
     `with open(${JSON.stringify(csvPath)}, newline="") as source:`,
     '    for row in csv.DictReader(source):',
     '        totals[row["region"]] = totals.get(row["region"], 0) + int(row["amount"])',
-    'with open("totals.csv", "w", newline="") as target:',
+    `with open(${JSON.stringify(output)}, "w", newline="") as target:`,
     '    writer = csv.writer(target, lineterminator="\\n")',
     '    writer.writerow(["region", "total"])',
     '    for region in sorted(totals):',
