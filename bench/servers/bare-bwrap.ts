@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,10 +8,12 @@ import { launchSandbox } from '../../src/sandbox/bwrap/run-sandboxed.js';
 import { seccompFilter } from '../../src/sandbox/limits/seccomp.js';
 
 /**
- * The bare-bwrap baseline in its own process, started (and pinned) exactly like the service:
- * each `run` line on stdin spawns one fresh bwrap sandbox of the same shape as a workspace's
- * (namespaces, mounts, seccomp filter and, for a root service, the same privilege drop) running
- * `/bin/true`, and answers with the milliseconds it took; `{"port":0}` says it is ready.
+ * The baselines of a warm exec, in their own process started (and pinned) exactly like the
+ * service. Each `run` line on stdin spawns one fresh bwrap sandbox of the same shape as a
+ * workspace's (namespaces, mounts, seccomp filter and, for a root service, the same privilege
+ * drop) running `/bin/true`; each `spawn` line runs a plain `child_process.spawn('true')` (default
+ * stdio, done at 'close'). Either answers with the milliseconds it took; `{"port":0}` says it is
+ * ready.
  */
 const scratch = await mkdtemp(path.join(tmpdir(), 'mordn-bench-bare-'));
 const layout = await detectHostLayout();
@@ -23,6 +26,12 @@ process.once('SIGTERM', () => {
 });
 process.stderr.write(`${JSON.stringify({ port: 0 })}\n`);
 for await (const line of createInterface({ input: process.stdin })) {
+  if (line === 'spawn') {
+    const started = performance.now();
+    await new Promise((resolve, reject) => spawn('true').once('error', reject).once('close', resolve));
+    process.stdout.write(`${performance.now() - started}\n`);
+    continue;
+  }
   if (line !== 'run') break;
   const started = performance.now();
   const sandbox = await launchSandbox({

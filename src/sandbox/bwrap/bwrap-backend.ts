@@ -94,7 +94,7 @@ const DEFAULT_IDLE_MS = 5 * 60_000;
 const CPU_GRACE_SECONDS = 5;
 /** CPU seconds of one file operation (the helper mostly waits on I/O). */
 const HELPER_CPU_SECONDS = 120;
-/** Tasks of a workspace beyond its commands' own: the supervisor and one reaper per running command. */
+/** Tasks of a workspace beyond its commands' own: the supervisor, a reaper per running command and two idle ones. */
 const SUPERVISOR_TASKS = 1 + 32;
 const PROBE_TIMEOUT_MS = 15_000;
 /** A sandbox waiting for a workspace is replaced after this long (the leftover sweep spares 2 h). */
@@ -130,8 +130,9 @@ function resolveHostUser(requested: HostUser | undefined): HostUser | undefined 
  *   processes together; the OOM killer acts inside the workspace only and spares the supervisor.
  * - One filesystem per workspace (`limits/quota-filesystem.ts`): bytes and files bounded by the
  *   kernel, whatever the command does.
- * - Killing: each command runs under its own reaper in the supervisor, which kills everything the
- *   command started (however it detached) when it ends, times out or is aborted.
+ * - Killing: each command runs under a reaper of the supervisor's (one command at a time), which
+ *   kills everything the command started (however it detached) when it ends, times out or is
+ *   aborted.
  * - File operations run `fileops.py` inside the sandbox, walking paths without following symlinks.
  *
  * Where the host cannot provide cgroups or quota filesystems, `probe` fails saying why, unless

@@ -3,6 +3,14 @@ import type { QuotaFilesystems } from '../limits/quota-filesystem.js';
 
 const SIGKILL = 9;
 
+/**
+ * Whether the command died of SIGKILL (a shell reports its child's as 128 + SIGKILL) on its own,
+ * not at a timeout or abort: the only ends the OOM killer can have caused.
+ */
+function mayBeOomKill(result: ExecResult, signal: number | undefined): boolean {
+  return (signal === SIGKILL || result.exitCode === 128 + SIGKILL) && !result.timedOut && !result.aborted;
+}
+
 function formatBytes(bytes: number): string {
   return bytes % 1024 ** 3 === 0 ? `${bytes / 1024 ** 3} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`;
 }
@@ -19,8 +27,7 @@ export function outOfMemoryNotice(
   result: ExecResult,
   facts: { signal: number | undefined; oomKillsBefore: number; oomKillsAfter: number; memoryBytes: number },
 ): ExecResult {
-  const killed = facts.signal === SIGKILL || result.exitCode === 128 + SIGKILL;
-  if (!killed || result.timedOut || result.aborted || facts.oomKillsAfter <= facts.oomKillsBefore) return result;
+  if (!mayBeOomKill(result, facts.signal) || facts.oomKillsAfter <= facts.oomKillsBefore) return result;
   return {
     ...result,
     outOfMemory: true,
@@ -63,7 +70,8 @@ export async function explainLimits(
   },
 ): Promise<ExecResult> {
   const { oomKillsBefore, oomKills } = facts;
-  if (oomKills && oomKillsBefore !== undefined) {
+  // The counter is read again only for a command that was killed: no other can be the OOM killer's.
+  if (oomKills && oomKillsBefore !== undefined && mayBeOomKill(result, facts.signal)) {
     const oomKillsAfter = await oomKills().catch(() => oomKillsBefore);
     const noticed = outOfMemoryNotice(result, { ...facts, oomKillsBefore, oomKillsAfter });
     if (noticed.outOfMemory) return noticed;

@@ -1,9 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hostProcesses } from '../../../test/support/host-processes.js';
+import { hostProcesses, isRunning } from '../../../test/support/host-processes.js';
 import { spawnPlainSupervisor } from '../../../test/support/plain-supervisor.js';
+import { eventually } from '../../../test/support/poll.js';
 import type { SandboxProcess } from '../runtime/sandbox-process.js';
 import type { SupervisorConnection } from './supervisor-connection.js';
 
@@ -103,6 +105,94 @@ describe('supervisor', () => {
     output.stdout.resume();
     await output.exited;
     expect(received).toBe(3_000_000);
+  });
+
+  it('starts each command with only its pipes, oom_score_adj 1000 and its own limits, under a reaper kept for those limits', async () => {
+    const { connection } = startSupervisor();
+    const probe = (limits: { nofile: number }) =>
+      collect(
+        connection.spawn(
+          [
+            '/bin/sh',
+            '-c',
+            // The reaper raises the score once the exec is done: a moment later, not before.
+            'sleep 0.2; ls /proc/$$/fd | tr "\\n" " "; echo; cat /proc/$$/oom_score_adj; cat /proc/$PPID/oom_score_adj; ulimit -Sn; ulimit -Hn; echo $PPID',
+          ],
+          { ...options, limits },
+        ),
+      );
+    const lines = async (limits: { nofile: number }) => {
+      const result = await probe(limits);
+      expect(result.exit).toEqual({ exitCode: 0, killed: false });
+      const [fds, score, reaperScore, soft, hard, reaper] = result.stdout.trim().split('\n');
+      return { fds, score, reaperScore: Number(reaperScore), soft, hard, reaper: Number(reaper) };
+    };
+    const ownScore = Number((await readFile('/proc/self/oom_score_adj', 'utf8')).trim());
+    const first = await lines({ nofile: 77 });
+    expect(first).toMatchObject({ fds: '0 1 2 ', score: '1000', soft: '77', hard: '77' });
+    // The reaper stays where the supervisor is (it inherited this process's score).
+    expect(first.reaperScore).toBe(ownScore);
+    // The same limits: the same reaper; other limits: another one, and neither leaks into the other.
+    expect(await lines({ nofile: 77 })).toMatchObject({ reaper: first.reaper, hard: '77' });
+    const other = await lines({ nofile: 99 });
+    expect(other).toMatchObject({ soft: '99', hard: '99', score: '1000' });
+    expect(other.reaper).not.toBe(first.reaper);
+    expect(await lines({ nofile: 77 })).toMatchObject({ reaper: first.reaper, hard: '77' });
+  });
+
+  it('reports limits it cannot set as exit 127, and runs the next command', async () => {
+    const { connection } = startSupervisor();
+    const impossible = { nofile: 2 ** 40 };
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const result = await collect(connection.spawn(['/bin/true'], { ...options, limits: impossible }));
+      expect(result.exit).toMatchObject({ exitCode: 127, killed: false });
+      expect(result.exit.error).toBeTruthy();
+    }
+    expect((await collect(connection.spawn(['/bin/sh', '-c', 'ulimit -n'], options))).stdout).not.toBe('');
+  });
+
+  it('runs a command with stdin, the environment it is given and its working directory', async () => {
+    const { connection } = startSupervisor();
+    const process = connection.spawn(['sh', '-c', 'cat; echo "$EXTRA"; pwd'], {
+      stdin: true,
+      cwd: '/usr',
+      env: { EXTRA: 'given' },
+    });
+    process.stdin?.end('typed\n');
+    expect(await collect(process)).toMatchObject({ exit: { exitCode: 0 }, stdout: 'typed\ngiven\n/usr\n' });
+    const missing = await collect(connection.spawn(['/bin/true'], { ...options, cwd: '/nonexistent' }));
+    expect(missing.exit).toMatchObject({ exitCode: 127 });
+    expect(missing.exit.error).toMatch(/nonexistent/);
+  });
+
+  it('fails a command whose reaper was killed, kills what it started, and runs the next one', async () => {
+    const { connection } = startSupervisor();
+    const tag = `${Date.now() % 100_000}9`;
+    const result = await collect(
+      connection.spawn(['/bin/sh', '-c', `setsid sleep ${tag}1 & sleep 0.2; kill -9 $PPID; sleep ${tag}2`], options),
+    );
+    expect(result.exit).toMatchObject({ exitCode: undefined, error: "the command's reaper died" });
+    expect(await eventually(async () => (await hostProcesses(`sleep ${tag}`)).length === 0, { timeoutMs: 5000 })).toBe(
+      true,
+    );
+    expect((await collect(connection.spawn(['/bin/sh', '-c', 'echo next'], options))).stdout).toBe('next\n');
+  });
+
+  it('takes its idle reapers with it when the supervisor dies', async () => {
+    const { child, connection } = startSupervisor();
+    await collect(connection.spawn(['/bin/true'], options));
+    await collect(connection.spawn(['/bin/true'], { ...options, limits: { nofile: 50 } }));
+    const reapers = (await readFile(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8'))
+      .split(' ')
+      .filter(Boolean)
+      .map(Number);
+    expect(reapers).toHaveLength(2);
+    child.kill('SIGKILL');
+    expect(
+      await eventually(async () => (await Promise.all(reapers.map(isRunning))).every((running) => !running), {
+        timeoutMs: 5000,
+      }),
+    ).toBe(true);
   });
 
   it('ends every running command when the supervisor dies, and refuses new ones', async () => {

@@ -15,7 +15,7 @@ Host to supervisor, per channel (one channel per command):
 Supervisor to host:
     R  ready   (channel 0) JSON {"pid": <pid inside>, "protocol": 2, "subreaper": bool,
                "proxyPort": int|null}
-    P  started (the command's reaper exists: from here on the command may have run)
+    P  started (the command is with its reaper: from here on it may have run)
     O  stdout  bytes      X  stderr  bytes
     W  credit  u32: stdin bytes written to the command, so more may be sent
     Q  exit    JSON {"code": int|null, "signal": int|null, "killed": bool, "error": str?}
@@ -30,16 +30,30 @@ supervisor). The host decides what every connection may reach; the sandbox has n
     H  half     either way: no more data from this side (shutdown for writing)
     Z  close    either way: the connection is gone (or must go)
 
-Every command runs under a reaper of its own: a forked copy of this process that makes itself
-a child subreaper, forks the command in a new session and, when the command ends, is killed,
-or the supervisor goes away, SIGKILLs every descendant until none is left. Orphans of a command
-(double forks, setsid, nohup) are reparented to its reaper, never to another command's, so a
-call ends with everything it started and nothing else in the workspace.
+Every command runs under a reaper: a forked copy of this process that makes itself a child
+subreaper and runs one command at a time. It spawns the command (posix_spawn: the interpreter is
+not copied for it) in a new session and, when the command ends, is killed, or the supervisor goes
+away, SIGKILLs every descendant until none is left; only then may it take another command.
+Orphans of a command (double forks, setsid, nohup) are reparented to its reaper, never to another
+command's, so a call ends with everything it started and nothing else in the workspace.
+
+Reapers are forked once and kept (a few idle ones at most), each for one set of rlimits, which it
+carries itself: a spawned command inherits them, and a hard limit, once lowered, cannot be raised
+again. A reaper leaves once it has used half of its own RLIMIT_CPU. The supervisor talks to each
+over a socketpair, in messages of a type byte and a u32 length, then the payload:
+    S  start   (supervisor to reaper) the start JSON as the host sent it; the command's stdin
+               (when it has one), stdout and stderr come with it (SCM_RIGHTS)
+    K  kill    (supervisor to reaper) the command and every process it started
+and the reaper answers each start with one line of JSON, the command's exit report (with
+"retire": true when it leaves after it).
 
 The supervisor and the reapers are not dumpable: processes of the same uid cannot open their
-/proc/<pid>/mem or change them. A command makes itself dumpable again and raises its own
-oom_score_adj to 1000 just before exec, so the OOM killer of the workspace's cgroup takes a
-command, never the supervisor or a reaper (whose score the host also lowers where it may).
+/proc/<pid>/mem or change them, nor their own /proc/self/oom_score_adj. A command is dumpable again
+once executed (the kernel resets it at exec), and its reaper then raises the command's
+oom_score_adj to 1000, so the OOM killer of the workspace's cgroup takes a command, never the
+supervisor or a reaper (whose score the host also lowers where it may). That is a moment after the
+exec: a process the command forks before it keeps its reaper's score, as any command may choose
+for itself and its children anyway (nothing stops one from lowering its own score to that floor).
 """
 
 import ctypes
@@ -69,6 +83,19 @@ PR_SET_CHILD_SUBREAPER = 36
 # descriptor passed over a socket) must not hold the call open for ever.
 DRAIN_GRACE_SECONDS = 1.0
 COMMAND_OOM_SCORE_ADJ = 1000
+# Supervisor to reaper: a type byte and a payload length (see the module's description).
+REAPER_MESSAGE = struct.Struct(">cI")
+# Reapers kept idle for later commands (each is a process of the workspace's).
+MAX_IDLE_REAPERS = 2
+# A reaper carries its commands' RLIMIT_CPU itself; it leaves once it has used this share of it.
+REAPER_CPU_SHARE = 0.5
+# Descriptors a reaper is given per command: stdin (optional), stdout, stderr.
+COMMAND_FDS = 3
+FD_BYTES = struct.calcsize("i")
+# How long a reaper waits for a command's exec to complete, and how often it then tries to raise
+# the command's OOM score before it is dumpable (see raise_oom_score).
+EXEC_WAIT_SECONDS = 1.0
+OOM_SCORE_ATTEMPTS = 1000
 # Whether reapers can be child subreapers here (see can_be_subreaper); set once at start.
 SUBREAPER = True
 RLIMITS = {
@@ -150,22 +177,6 @@ def kill_descendants(on_reaped):
         on_reaped(pid, status)
 
 
-def keep_only(keep):
-    """In a fresh reaper: 0, 1 and 2 on /dev/null (the host's pipes are the supervisor's alone), and
-    no descriptor of another command."""
-    null = os.open("/dev/null", os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd > 2 and fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
 def session_members(session):
     """Live processes of a session, from /proc (zombies are dead already)."""
     return [
@@ -218,76 +229,106 @@ def describe_status(status):
     return {"code": os.waitstatus_to_exitcode(status), "signal": None}
 
 
-def exec_command(start, fds):
-    """In the command's process: the pipes as 0/1/2, limits, a new session, then exec."""
-    stdin_fd, stdout_fd, stderr_fd, error_fd = fds
-    os.dup2(stdin_fd, 0)
-    os.dup2(stdout_fd, 1)
-    os.dup2(stderr_fd, 2)
-    os.closerange(3, error_fd)
-    os.closerange(error_fd + 1, 65536)
-    os.setsid()
-    for name, value in (start.get("rlimits") or {}).items():
-        resource.setrlimit(RLIMITS[name], (value, value))
-    for name, value in (start.get("env") or {}).items():
-        os.environ[str(name)] = str(value)
-    prctl(PR_SET_DUMPABLE, 1)
-    # Any process may raise its own score: commands go first when the workspace runs out of
-    # memory (and before anything else on the host when the host does).
-    try:
-        with open("/proc/self/oom_score_adj", "w") as handle:
-            handle.write(str(COMMAND_OOM_SCORE_ADJ))
-    except OSError:
-        pass
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    os.chdir(start.get("cwd") or "/workspace")
-    argv = start["argv"]
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as error:
-        raise RuntimeError("%s: %s" % (argv[0], error.strerror)) from None
-
-
-def run_reaper(start, stdin_fd, stdout_fd, stderr_fd, control_fd, status_fd):
-    """The reaper's whole life; never returns."""
-    try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        if SUBREAPER:
-            prctl(PR_SET_CHILD_SUBREAPER, 1)
-        error_read, error_write = os.pipe2(os.O_CLOEXEC)
-        command = os.fork()
-        if command == 0:
-            try:
-                os.close(control_fd)
-                os.close(status_fd)
-                os.close(error_read)
-                exec_command(start, (stdin_fd, stdout_fd, stderr_fd, error_write))
-            except BaseException as error:  # noqa: B036 - report any failure, then leave
-                message = str(error)
-                try:
-                    write_all(error_write, message.encode("utf-8", "replace")[:1024])
-                finally:
-                    os._exit(127)
-        for fd in (stdin_fd, stdout_fd, stderr_fd, error_write):
+def close_all(fds):
+    for fd in fds:
+        try:
             os.close(fd)
-        failure = b""
-        while True:
-            chunk = os.read(error_read, 1024)
-            if not chunk:
-                break
-            failure += chunk
-        os.close(error_read)
+        except OSError:
+            pass
 
+
+def read_message(connection):
+    """A reaper's next message from the supervisor: (type, payload, descriptors), or None once the
+    supervisor is gone. Descriptors come with a message's first bytes, never later ones."""
+    fds = []
+    header = b""
+    while len(header) < REAPER_MESSAGE.size:
+        try:
+            # Received close-on-exec: a command gets its pipes as 0, 1 and 2 only.
+            data, ancillary, flags, _ = connection.recvmsg(
+                REAPER_MESSAGE.size - len(header), socket.CMSG_SPACE(COMMAND_FDS * FD_BYTES), socket.MSG_CMSG_CLOEXEC
+            )
+        except ConnectionError:
+            data, ancillary, flags = b"", [], 0
+        for level, kind, received in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                count = len(received) // FD_BYTES
+                fds.extend(struct.unpack("%di" % count, received[: count * FD_BYTES]))
+        if not data:
+            close_all(fds)
+            return None
+        if flags & socket.MSG_CTRUNC:
+            # Descriptors lost on the way (none left to take them): the start must fail.
+            fds.append(-1)
+        header += data
+    kind, length = REAPER_MESSAGE.unpack(header)
+    payload = bytearray()
+    while len(payload) < length:
+        chunk = connection.recv(min(length - len(payload), 1024 * 1024))
+        if not chunk:
+            close_all(fds)
+            return None
+        payload += chunk
+    return kind, bytes(payload), fds
+
+
+def find_program(name, environment):
+    """What execvp would run for `name` under `environment`'s PATH (never a file of the cwd)."""
+    if "/" in name:
+        return name
+    for directory in environment.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+
+
+class CommandRunner:
+    """A reaper's side: runs the commands the supervisor sends, one at a time."""
+
+    def __init__(self, connection, stdin_null, wakeup_read):
+        self.connection = connection
+        self.stdin_null = stdin_null
+        self.wakeup_read = wakeup_read
+        self.environment = dict(os.environ)
+        # The rlimits this reaper carries, set by its first command; every later one has the same.
+        self.limits = None
+        # Set when this reaper must not take another command.
+        self.leaving = False
+
+    def serve(self):
+        """Runs commands until the supervisor goes or this reaper has to leave."""
+        while not self.leaving:
+            message = read_message(self.connection)
+            if message is None:
+                return
+            kind, payload, fds = message
+            if kind != b"S":
+                # A kill that came after its command had ended.
+                close_all(fds)
+                continue
+            report = self.run(json.loads(payload), fds)
+            if self.leaving:
+                report["retire"] = True
+            try:
+                self.connection.sendall(json.dumps(report).encode() + b"\n")
+            except OSError:
+                return
+
+    def run(self, start, fds):
+        """One command, from spawn to the last of its processes killed: its exit report."""
+        try:
+            command = self.spawn(start, fds)
+        except Exception as error:  # noqa: BLE001 - any failure to start is reported
+            return {"code": 127, "signal": None, "killed": False, "error": str(error)}
+        finally:
+            close_all(fd for fd in fds if fd >= 0)
         outcome = {}
 
         def reaped(pid, status):
             if pid == command:
                 outcome.update(describe_status(status))
 
-        wakeup_read, wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.set_wakeup_fd(wakeup_write)
         killed = False
         while not outcome and not killed:
             try:
@@ -298,30 +339,153 @@ def run_reaper(start, stdin_fd, stdout_fd, stderr_fd, control_fd, status_fd):
                 reaped(pid, status)
                 break
             try:
-                ready, _, _ = select.select([control_fd, wakeup_read], [], [])
+                ready, _, _ = select.select([self.connection, self.wakeup_read], [], [])
             except InterruptedError:
                 continue
-            if wakeup_read in ready:
-                try:
-                    os.read(wakeup_read, 4096)
-                except BlockingIOError:
-                    pass
-            if control_fd in ready:
-                # "k", or end of file: the supervisor is gone, which ends the call too.
-                killed = True
-        signal.set_wakeup_fd(-1)
+            if self.wakeup_read in ready:
+                self.drain_wakeups()
+            if self.connection in ready:
+                message = read_message(self.connection)
+                if message is None:
+                    # The supervisor is gone, which ends the call too.
+                    killed = self.leaving = True
+                else:
+                    close_all(message[2])
+                    killed = message[0] == b"K"
         if SUBREAPER:
             kill_descendants(reaped)
         else:
-            # The command is its session's leader (setsid before exec): its pid is the session id.
+            # The command is its session's leader (setsid at spawn): its pid is the session id.
             kill_session(command, reaped)
+        self.drain_wakeups()
         report = dict(outcome) if outcome else {"code": None, "signal": signal.SIGKILL}
         report["killed"] = killed
-        if failure:
-            report["error"] = failure.decode("utf-8", "replace")
-        write_all(status_fd, json.dumps(report).encode())
+        times = os.times()
+        if self.limits.get("cpu") and times.user + times.system >= self.limits["cpu"] * REAPER_CPU_SHARE:
+            self.leaving = True
+        return report
+
+    def spawn(self, start, fds):
+        """Starts the command as this reaper's child: its pipes as 0, 1 and 2, a new session,
+        SIGPIPE and SIGINT at their defaults, the limits, oom_score_adj 1000. Its pid, or raises."""
+        limits = {str(name): int(value) for name, value in (start.get("rlimits") or {}).items()}
+        if self.limits is None:
+            # Whatever happens from here on, this reaper's limits are those of its first command.
+            self.limits = limits
+            try:
+                for name, value in limits.items():
+                    resource.setrlimit(RLIMITS[name], (value, value))
+            except BaseException:
+                self.leaving = True
+                raise
+        elif limits != self.limits:
+            self.leaving = True
+            raise RuntimeError("the reaper carries other limits")
+        if -1 in fds or len(fds) != (COMMAND_FDS if start.get("stdin") else COMMAND_FDS - 1):
+            raise RuntimeError("the command's pipes did not arrive")
+        environment = dict(self.environment)
+        for name, value in (start.get("env") or {}).items():
+            environment[str(name)] = str(value)
+        os.chdir(start.get("cwd") or "/workspace")
+        argv = start["argv"]
+        try:
+            program = find_program(argv[0], environment)
+        except OSError as error:
+            raise RuntimeError("%s: %s" % (argv[0], error.strerror)) from None
+        stdin = fds[0] if start.get("stdin") else self.stdin_null
+        actions = [
+            (os.POSIX_SPAWN_DUP2, stdin, 0),
+            (os.POSIX_SPAWN_DUP2, fds[-2], 1),
+            (os.POSIX_SPAWN_DUP2, fds[-1], 2),
+        ]
+        # The command's copy of `executed` closes as its exec completes (close-on-exec).
+        done, executed = os.pipe2(os.O_CLOEXEC)
+        try:
+            pid = os.posix_spawn(
+                program,
+                argv,
+                environment,
+                file_actions=actions,
+                setsid=True,
+                setsigdef=(signal.SIGPIPE, signal.SIGINT),
+            )
+        except OSError as error:
+            os.close(done)
+            raise RuntimeError("%s: %s" % (argv[0], error.strerror)) from None
+        finally:
+            os.close(executed)
+        raise_oom_score(pid, done)
+        return pid
+
+    def drain_wakeups(self):
+        try:
+            while os.read(self.wakeup_read, 4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+
+def raise_oom_score(pid, done):
+    """Gives a command oom_score_adj 1000 as soon as it is executed. Only its own uid may, and only
+    once it is dumpable again: the kernel makes it so at the end of exec, a moment after it closed
+    its close-on-exec descriptors (`done` reads end of file then). Until then, and once it has
+    exited, its /proc files are root's. Closes `done`."""
+    try:
+        select.select([done], [], [], EXEC_WAIT_SECONDS)
+    finally:
+        os.close(done)
+    path = "/proc/%d/oom_score_adj" % pid
+    for _ in range(OOM_SCORE_ATTEMPTS):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        except PermissionError:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+            os.sched_yield()
+            continue
+        except OSError:
+            return
+        try:
+            os.write(fd, str(COMMAND_OOM_SCORE_ADJ).encode())
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        return
+
+
+def reaper_main(connection):
+    """A reaper's whole life, in a fresh fork of the supervisor; never returns."""
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # 0, 1 and 2 on /dev/null (the host's pipes are the supervisor's alone), and no descriptor
+        # of the supervisor's or of another command but the socket to the supervisor.
+        keep = connection.fileno()
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 65536)
+        if SUBREAPER:
+            prctl(PR_SET_CHILD_SUBREAPER, 1)
+        stdin_null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        wakeup_read, wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(wakeup_write)
+        CommandRunner(connection, stdin_null, wakeup_read).serve()
     finally:
         os._exit(0)
+
+
+def command_limits(rlimits):
+    """The rlimits of a start, checked; a reaper carries exactly one such set."""
+    limits = {}
+    for name, value in (rlimits or {}).items():
+        if name not in RLIMITS:
+            raise ValueError("unknown limit %r" % name)
+        limits[name] = int(value)
+    return limits
 
 
 class Command:
@@ -333,11 +497,25 @@ class Command:
         self.stdin_closing = False
         self.outputs = {}
         self.credit = OUTPUT_WINDOW
-        self.control_fd = None
-        self.status_fd = None
-        self.status = b""
+        # The reaper's exit report (None when the reaper died first), once reaper_done.
+        self.report = None
         self.reaper_done = False
         self.deadline = None
+
+
+class Reaper:
+    """The supervisor's end of one reaper (see reaper_main)."""
+
+    def __init__(self, pid, connection, limits):
+        self.pid = pid
+        self.connection = connection
+        self.fd = connection.fileno()
+        self.limits = limits
+        self.command = None
+        # Messages the socket has not taken yet: [bytes, descriptors to send with the first byte].
+        self.outgoing = []
+        self.reports = bytearray()
+        self.open = True
 
 
 class Tunnel:
@@ -360,7 +538,11 @@ class Supervisor:
     def __init__(self):
         self.commands = {}
         self.by_fd = {}
+        # Every live reaper by pid, those whose socket is open by descriptor, and the idle ones
+        # (least recently used first).
         self.reapers = {}
+        self.reaper_fds = {}
+        self.idle_reapers = []
         self.tunnels = {}
         self.tunnel_fds = {}
         self.next_tunnel = TUNNEL_CHANNELS
@@ -385,44 +567,150 @@ class Supervisor:
     def send_json(self, kind, channel, value):
         self.send(kind, channel, json.dumps(value).encode())
 
-    def start(self, channel, start):
+    def start(self, channel, start, raw):
+        limits = command_limits(start.get("rlimits"))
+        created = []
+        try:
+            if start.get("stdin"):
+                stdin_read, stdin_write = os.pipe2(os.O_CLOEXEC)
+                created += [stdin_read, stdin_write]
+                os.set_blocking(stdin_write, False)
+            stdout_read, stdout_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+            created += [stdout_read, stdout_write]
+            stderr_read, stderr_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+            created += [stderr_read, stderr_write]
+            os.set_blocking(stdout_write, True)
+            os.set_blocking(stderr_write, True)
+            reaper = self.take_reaper(limits)
+        except BaseException:
+            close_all(created)
+            raise
         command = Command(channel)
         self.commands[channel] = command
+        given = [stdout_write, stderr_write]
         if start.get("stdin"):
-            stdin_read, stdin_write = os.pipe2(os.O_CLOEXEC)
-            os.set_blocking(stdin_write, False)
             command.stdin_fd = stdin_write
             self.by_fd[stdin_write] = command
-        else:
-            stdin_read = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
-        stdout_read, stdout_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        stderr_read, stderr_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        control_read, control_write = os.pipe2(os.O_CLOEXEC)
-        status_read, status_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        for fd in (stdout_write, stderr_write, status_write):
-            os.set_blocking(fd, True)
-        reaper = os.fork()
-        if reaper == 0:
-            signal.set_wakeup_fd(-1)
-            keep_only({stdin_read, stdout_write, stderr_write, control_read, status_write})
-            run_reaper(start, stdin_read, stdout_write, stderr_write, control_read, status_write)
-        for fd in (stdin_read, stdout_write, stderr_write, control_read, status_write):
-            os.close(fd)
-        command.reaper = reaper
-        command.control_fd = control_write
-        command.status_fd = status_read
+            given.insert(0, stdin_read)
         command.outputs = {stdout_read: ord("O"), stderr_read: ord("X")}
-        for fd in (stdout_read, stderr_read, status_read):
+        for fd in command.outputs:
             self.by_fd[fd] = command
-        self.reapers[reaper] = command
+        reaper.command = command
+        command.reaper = reaper
+        self.tell_reaper(reaper, b"S", raw, given)
         self.send(ord("P"), channel)
 
-    def kill(self, command):
-        if command.control_fd is not None:
+    def take_reaper(self, limits):
+        """An idle reaper that carries these limits, else a new one."""
+        for index in range(len(self.idle_reapers) - 1, -1, -1):
+            if self.idle_reapers[index].limits == limits:
+                return self.idle_reapers.pop(index)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = os.fork()
+        except BaseException:
+            ours.close()
+            theirs.close()
+            raise
+        if pid == 0:
+            reaper_main(theirs)
+        theirs.close()
+        ours.setblocking(False)
+        reaper = Reaper(pid, ours, limits)
+        self.reapers[pid] = reaper
+        self.reaper_fds[reaper.fd] = reaper
+        return reaper
+
+    def tell_reaper(self, reaper, kind, payload=b"", fds=()):
+        """Sends a message to a reaper; the descriptors are ours to close once sent."""
+        if not reaper.open:
+            close_all(fds)
+            return
+        reaper.outgoing.append([REAPER_MESSAGE.pack(kind, len(payload)) + payload, list(fds)])
+        self.flush_reaper(reaper)
+
+    def flush_reaper(self, reaper):
+        while reaper.outgoing:
+            message = reaper.outgoing[0]
+            data, fds = message
             try:
-                write_all(command.control_fd, b"k")
+                if fds:
+                    sent = socket.send_fds(reaper.connection, [data], fds)
+                else:
+                    sent = reaper.connection.send(data)
+            except (BlockingIOError, InterruptedError):
+                return
             except OSError:
-                pass
+                # The reaper is gone: reap() and read_reaper() tell its command.
+                self.drop_reaper(reaper)
+                return
+            if fds:
+                close_all(fds)
+                message[1] = []
+            if sent < len(data):
+                message[0] = data[sent:]
+                return
+            reaper.outgoing.pop(0)
+
+    def read_reaper(self, reaper):
+        try:
+            chunk = reaper.connection.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            # Gone (or leaving): its command, if it never reported, is reap()'s.
+            self.drop_reaper(reaper)
+            return
+        reaper.reports += chunk
+        while reaper.open and b"\n" in reaper.reports:
+            line, _, rest = bytes(reaper.reports).partition(b"\n")
+            reaper.reports = bytearray(rest)
+            self.reported(reaper, line)
+
+    def reported(self, reaper, line):
+        command = reaper.command
+        reaper.command = None
+        try:
+            report = json.loads(line)
+        except ValueError:
+            report = None
+        if not isinstance(report, dict):
+            report = {}
+        retire = report.pop("retire", False)
+        if command is not None:
+            command.report = report
+            command.reaper_done = True
+            command.deadline = time.monotonic() + DRAIN_GRACE_SECONDS
+        if retire:
+            self.drop_reaper(reaper)
+            return
+        self.idle_reapers.append(reaper)
+        while len(self.idle_reapers) > MAX_IDLE_REAPERS:
+            # Closing its socket is what tells an idle reaper to leave.
+            self.drop_reaper(self.idle_reapers[0])
+
+    def drop_reaper(self, reaper):
+        """Closes the supervisor's end of a reaper: an idle one leaves, a busy one kills its command."""
+        if not reaper.open:
+            return
+        reaper.open = False
+        self.reaper_fds.pop(reaper.fd, None)
+        if reaper in self.idle_reapers:
+            self.idle_reapers.remove(reaper)
+        for _, fds in reaper.outgoing:
+            close_all(fds)
+        reaper.outgoing = []
+        try:
+            reaper.connection.close()
+        except OSError:
+            pass
+
+    def kill(self, command):
+        reaper = command.reaper
+        if reaper is not None and reaper.command is command:
+            self.tell_reaper(reaper, b"K")
 
     def close_fd(self, fd):
         self.by_fd.pop(fd, None)
@@ -579,7 +867,8 @@ class Supervisor:
         if kind == ord("S"):
             if command is None:
                 try:
-                    self.start(channel, json.loads(bytes(payload)))
+                    raw = bytes(payload)
+                    self.start(channel, json.loads(raw), raw)
                 except Exception as error:  # noqa: BLE001 - any bad start is reported, not fatal
                     self.commands.pop(channel, None)
                     self.send_json(ord("Q"), channel, {"code": None, "signal": None, "killed": False, "error": str(error)})
@@ -626,17 +915,6 @@ class Supervisor:
         self.incoming = bytearray(data[offset:])
 
     def read_output(self, fd, command):
-        if fd == command.status_fd:
-            try:
-                chunk = os.read(fd, 4096)
-            except BlockingIOError:
-                return
-            if chunk:
-                command.status += chunk
-                return
-            self.close_fd(fd)
-            command.status_fd = None
-            return
         if command.credit <= 0:
             # Polled while credit remained, spent on the other stream since: wait for more.
             return
@@ -652,22 +930,37 @@ class Supervisor:
         self.send(command.outputs[fd], command.channel, chunk)
 
     def reap(self):
+        strays = False
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                break
             if not pid:
-                return
-            command = self.reapers.pop(pid, None)
-            if command is None:
+                break
+            reaper = self.reapers.pop(pid, None)
+            if reaper is None:
+                # A stray ended: whatever it started may be ours now as well.
+                strays = True
                 continue
-            command.reaper_done = True
-            if not command.status:
-                # The reaper itself died: what it started is ours now (we are its subreaper or
-                # PID 1), and nothing can tell us which strays were its. Strays die.
-                self.kill_strays()
-            command.deadline = time.monotonic() + DRAIN_GRACE_SECONDS
+            # Its last report may still wait in the socket.
+            while reaper.open:
+                before = len(reaper.reports)
+                self.read_reaper(reaper)
+                if reaper.open and len(reaper.reports) == before:
+                    break
+            self.drop_reaper(reaper)
+            command = reaper.command
+            reaper.command = None
+            if command is not None and not command.reaper_done:
+                # The reaper died with its command: what it started is ours now (we are its
+                # subreaper or PID 1), and nothing can tell us which strays were its. Strays die.
+                command.reaper_done = True
+                command.report = None
+                command.deadline = time.monotonic() + DRAIN_GRACE_SECONDS
+                strays = True
+        if strays:
+            self.kill_strays()
 
     def kill_strays(self):
         kill_all(pid for pid in children_of_self() if pid not in self.reapers)
@@ -675,7 +968,7 @@ class Supervisor:
     def finish_ready(self):
         now = time.monotonic()
         for channel, command in list(self.commands.items()):
-            if not command.reaper_done or command.status_fd is not None:
+            if not command.reaper_done:
                 continue
             if command.outputs and now < command.deadline:
                 continue
@@ -683,12 +976,7 @@ class Supervisor:
                 self.close_fd(fd)
             command.outputs = {}
             self.close_stdin(command)
-            self.close_fd(command.control_fd)
-            command.control_fd = None
-            try:
-                report = json.loads(command.status or b"{}")
-            except ValueError:
-                report = {}
+            report = command.report if command.report is not None else {}
             if "code" not in report:
                 report = {"code": None, "signal": signal.SIGKILL, "killed": False, "error": "the command's reaper died"}
             del self.commands[channel]
@@ -712,9 +1000,9 @@ class Supervisor:
                 )
                 if mask:
                     poller.register(tunnel.fd, mask)
+            for reaper in self.reaper_fds.values():
+                poller.register(reaper.fd, select.POLLIN | (select.POLLOUT if reaper.outgoing else 0))
             for command in self.commands.values():
-                if command.status_fd is not None:
-                    poller.register(command.status_fd, select.POLLIN)
                 if command.credit > 0:
                     for fd in command.outputs:
                         poller.register(fd, select.POLLIN)
@@ -737,6 +1025,8 @@ class Supervisor:
                     self.accept_tunnels()
                 elif fd in self.tunnel_fds:
                     self.read_tunnel(self.tunnel_fds[fd])
+                elif fd in self.reaper_fds:
+                    self.read_reaper(self.reaper_fds[fd])
                 elif fd == 0:
                     self.read_input()
                     if not self.input_open:
@@ -756,6 +1046,10 @@ class Supervisor:
                 tunnel = self.tunnel_fds.get(fd)
                 if tunnel is not None:
                     self.flush_tunnel(tunnel)
+                    continue
+                reaper = self.reaper_fds.get(fd)
+                if reaper is not None:
+                    self.flush_reaper(reaper)
                     continue
                 command = self.by_fd.get(fd)
                 if command is not None:
