@@ -3,6 +3,7 @@ import { Agent, FormData, request } from 'undici';
 import { hostProcesses } from '../test/support/host-processes.js';
 import { type ChatTurnResult, runChatTurn } from './chat-client.js';
 import type { TurnKind } from './load-script.js';
+import { sdkFloorCpuPerAnswer } from './sdk-floor.js';
 import type { ProbedStats } from './servers/mordn-probed.js';
 import {
   ADMIN_TOKEN,
@@ -24,9 +25,15 @@ const DELTAS = 100;
 const DELTA_DELAY_MS = 20;
 const FIRST_DELTA_P99_TARGET_MS = 250;
 const CPU_PER_STREAM_TARGET_MS = 10;
+/** The service's CPU per answer against the AI SDK's own path for the same answers, same run. */
+const FLOOR_RATIO_TARGET = 1.5;
 const UPLOAD_BYTES = 256 * 1024;
 const UPLOAD_INTERVAL_MS = 100;
 const KEEP_ALIVE_SETTLE_MS = 6_000;
+/** Answers before a measured round, to the service and to the SDK floor alike (JIT, pools, caches). */
+const WARM_UP_STREAMS = 40;
+/** Measured rounds of pure chat, each after a round of the SDK floor. */
+const PURE_ROUNDS = 3;
 const mib = (kib: number) => (kib / 1024).toFixed(1);
 
 interface ScenarioOptions {
@@ -38,11 +45,17 @@ interface ScenarioOptions {
   uploads: boolean;
   /** Added to the service's environment. */
   environment?: Record<string, string>;
+  /** Measured rounds of `kinds` on the one (warm) service, each timed on its own; 1 by default. */
+  rounds?: number;
+  /** Runs before each measured round, while the service idles (the SDK floor's rounds). */
+  beforeRound?: () => Promise<void>;
 }
 
 interface ScenarioResult {
+  /** The turns of every measured round. */
   turns: Array<ChatTurnResult & { kind: TurnKind }>;
-  cpuSeconds: number;
+  /** The service's CPU seconds in each measured round (its answers persisted included). */
+  roundCpuSeconds: number[];
   rssKiB: { start: number; peak: number; end: number };
   eventLoop: ProbedStats['eventLoop'];
   fds: { before: number; after: number };
@@ -54,7 +67,8 @@ interface ScenarioResult {
     /** Processes naming the service's data directory once it stopped. */
     afterStop: number;
   };
-  wallSeconds: number;
+  /** Of each measured round. */
+  wallSeconds: number[];
 }
 
 async function benchJson<T>(server: BenchServer, pathname: string, method = 'GET'): Promise<T> {
@@ -118,8 +132,11 @@ async function uploadLoop(base: string, key: string, dispatcher: Agent, stop: { 
  * delay, descriptors and child processes read around it.
  */
 async function runScenario(options: ScenarioOptions): Promise<ScenarioResult> {
+  // MORDN_BENCH_CPU_PROF=<directory>: a V8 CPU profile of each service, written when it stops.
+  const profileDirectory = process.env.MORDN_BENCH_CPU_PROF;
   const service = await startBenchProcess('mordn-probed', {
     core: 0,
+    ...(profileDirectory ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDirectory}`] } : {}),
     environment: {
       MORDN_ADMIN_TOKEN: ADMIN_TOKEN,
       MORDN_MODEL: 'openai-compatible:bench',
@@ -138,7 +155,8 @@ async function runScenario(options: ScenarioOptions): Promise<ScenarioResult> {
   });
   const pid = service.child.pid as number;
   const base = `http://127.0.0.1:${service.port}`;
-  const dispatcher = new Agent({ connections: options.kinds.length + 16 });
+  // One pool per measured round: every round opens its connections as the first did.
+  let dispatcher = new Agent({ connections: options.kinds.length + 16 });
   let dataDir = '';
   // Idle teardown runs 10 s after a workspace's last call; one more sweep is allowed for.
   const settleMs = options.sandbox ? 22_000 : KEEP_ALIVE_SETTLE_MS;
@@ -156,7 +174,7 @@ async function runScenario(options: ScenarioOptions): Promise<ScenarioResult> {
       }).then((result) => ({ ...result, kind }));
 
     // Warm-up: JIT, connection pools, statement cache, first workspaces.
-    const warmKinds: TurnKind[] = options.kinds.slice(0, 40);
+    const warmKinds: TurnKind[] = options.kinds.slice(0, WARM_UP_STREAMS);
     const warmDispatcher = new Agent({ connections: warmKinds.length });
     const warm = await Promise.all(warmKinds.map((kind, index) => turn(kind, index, 'warm', warmDispatcher)));
     await warmDispatcher.close();
@@ -176,17 +194,28 @@ async function runScenario(options: ScenarioOptions): Promise<ScenarioResult> {
       });
     }, 100);
     await benchJson(service, '/__bench/reset', 'POST');
-    const cpuBefore = await processCpuSeconds(pid);
-    const started = performance.now();
-    const stop = { done: false };
-    const uploads = options.uploads ? uploadLoop(base, key, dispatcher, stop) : undefined;
-    const turns = await Promise.all(options.kinds.map((kind, index) => turn(kind, index, 'load')));
-    stop.done = true;
-    const uploaded = (await uploads) ?? { ok: 0, failed: 0, latenciesMs: [] };
-    const wallSeconds = (performance.now() - started) / 1000;
-    // Persisting the last answers happens just after their streams end.
-    await sleep(500);
-    const cpuSeconds = (await processCpuSeconds(pid)) - cpuBefore;
+    const turns: ScenarioResult['turns'] = [];
+    const roundCpuSeconds: number[] = [];
+    const wallSeconds: number[] = [];
+    let uploaded: ScenarioResult['uploads'] = { ok: 0, failed: 0, latenciesMs: [] };
+    for (let round = 0; round < (options.rounds ?? 1); round += 1) {
+      await options.beforeRound?.();
+      if (round > 0) {
+        await dispatcher.close();
+        dispatcher = new Agent({ connections: options.kinds.length + 16 });
+      }
+      const cpuBefore = await processCpuSeconds(pid);
+      const started = performance.now();
+      const stop = { done: false };
+      const uploads = options.uploads ? uploadLoop(base, key, dispatcher, stop) : undefined;
+      turns.push(...(await Promise.all(options.kinds.map((kind, index) => turn(kind, index, `load${round}`)))));
+      stop.done = true;
+      uploaded = (await uploads) ?? uploaded;
+      wallSeconds.push((performance.now() - started) / 1000);
+      // Persisting the last answers happens just after their streams end.
+      await sleep(500);
+      roundCpuSeconds.push((await processCpuSeconds(pid)) - cpuBefore);
+    }
     const { eventLoop } = await benchJson<ProbedStats>(service, '/__bench/stats');
     clearInterval(sampler);
     const atEnd = classifyProcesses(await descendantProcesses(pid));
@@ -202,7 +231,7 @@ async function runScenario(options: ScenarioOptions): Promise<ScenarioResult> {
     const afterStop = (await hostProcesses(dataDir)).length;
     return {
       turns,
-      cpuSeconds,
+      roundCpuSeconds,
       rssKiB: { start: start.rss, peak, end: end.rss },
       eventLoop,
       fds: { before: fdsBefore, after: fdsAfter },
@@ -238,7 +267,11 @@ function printScenario(title: string, result: ScenarioResult, withTargets: boole
   const firsts = firstDeltas(turns);
   const p50 = firsts.length > 0 ? median(firsts) : Number.NaN;
   const p99 = firsts.length > 0 ? quantile(firsts, 0.99) : Number.NaN;
-  const cpuMs = (result.cpuSeconds * 1000) / turns.length;
+  const perRound = turns.length / result.roundCpuSeconds.length;
+  // Each round's CPU per answer; the median round stands for the scenario.
+  const roundCpuMs = result.roundCpuSeconds.map((seconds) => (seconds * 1000) / perRound);
+  const cpuMs = median(roundCpuMs);
+  const rounds = roundCpuMs.length;
   const target = (text: string, met: boolean) => (withTargets ? `${text} ${verdict(met)}` : '');
   console.log(`\n${title}`);
   const rows: Array<Record<string, string>> = [
@@ -254,8 +287,11 @@ function printScenario(title: string, result: ScenarioResult, withTargets: boole
       target: target(`≤ ${FIRST_DELTA_P99_TARGET_MS} ms`, p99 <= FIRST_DELTA_P99_TARGET_MS),
     },
     {
-      measure: 'service CPU per stream',
-      value: `${cpuMs.toFixed(2)} ms (${result.cpuSeconds.toFixed(2)} s for ${turns.length})`,
+      measure: rounds > 1 ? `service CPU per stream (median of ${rounds} rounds)` : 'service CPU per stream',
+      value:
+        rounds > 1
+          ? `${cpuMs.toFixed(2)} ms (rounds: ${roundCpuMs.map((ms) => ms.toFixed(2)).join(', ')})`
+          : `${cpuMs.toFixed(2)} ms (${(result.roundCpuSeconds[0] as number).toFixed(2)} s for ${turns.length})`,
       target: target(`≤ ${CPU_PER_STREAM_TARGET_MS} ms`, cpuMs <= CPU_PER_STREAM_TARGET_MS),
     },
     {
@@ -297,7 +333,11 @@ function printScenario(title: string, result: ScenarioResult, withTargets: boole
     value: `${result.processes.afterStop}`,
     target: target('none', result.processes.afterStop === 0),
   });
-  rows.push({ measure: 'wall time of the round', value: `${result.wallSeconds.toFixed(1)} s`, target: '' });
+  rows.push({
+    measure: rounds > 1 ? 'wall time of each round' : 'wall time of the round',
+    value: result.wallSeconds.map((seconds) => `${seconds.toFixed(1)} s`).join(', '),
+    target: '',
+  });
   const kinds = [...new Set(turns.map((turn) => turn.kind))];
   if (kinds.length > 1) {
     for (const kind of kinds) {
@@ -323,40 +363,87 @@ function printScenario(title: string, result: ScenarioResult, withTargets: boole
   return { ok, p50, p99, cpuMs };
 }
 
+/** The SDK floor for the load's answers, this process moved to the service's core while it runs. */
+/**
+ * One round of the SDK floor for the load's answers (after `warmUp` answers of the same shape),
+ * this process moved to the service's core while it runs: its CPU per answer (ms).
+ */
+async function measureFloor(modelBaseUrl: string, streams: number, warmUp: number): Promise<number> {
+  pinThisProcess(0);
+  try {
+    return await sdkFloorCpuPerAnswer(modelBaseUrl, { streams, deltas: DELTAS, delayMs: DELTA_DELAY_MS, warmUp });
+  } finally {
+    pinThisProcess(1);
+  }
+}
+
 /**
  * `npm run bench -- load`: concurrent chat streams against one service pinned to a core, the
  * scripted OpenAI-compatible model in its own process streaming `DELTAS` deltas `DELTA_DELAY_MS`
  * apart (the first at once), the load generator pinned to the other core.
- * - pure chat: `streams` users each sending one message (targets: first text-delta p99
- *   ≤ 250 ms, ≤ 10 ms of service CPU per stream, every stream complete), run first with every
- *   delta sent alone (`MORDN_CHAT_COALESCE_MS=0`) as the baseline, then as configured by default;
+ * - pure chat: `streams` users each sending one message, `PURE_ROUNDS` rounds on one warm
+ *   service (targets: first text-delta p99 ≤ 250 ms, ≤ 10 ms of service CPU per stream, every
+ *   stream complete);
+ * - the SDK floor in the same run: before each pure-chat round, the AI SDK's own path for the
+ *   same answers under the same load (provider, `streamText`, UI message stream, SSE encoding;
+ *   see `sdk-floor`), in this process on the service's core, warmed up as the service is; the
+ *   service's median CPU per answer against the floor's median (target ≤ 1.5×);
+ * - the same again with every delta sent alone (`MORDN_CHAT_COALESCE_MS=0`, as the floor sends
+ *   them), and what coalescing saves;
  * - mixed, reported only: a third of the streams call `sandbox_exec` through the model's tool
  *   call, one writes and publishes a file, beside a steady stream of uploads.
+ *
+ * `pureOnly` runs the default pure chat and its floor alone (with `MORDN_BENCH_CPU_PROF`, to profile).
  */
-export async function benchLoad(options: { streams?: number } = {}) {
+export async function benchLoad(options: { streams?: number; pureOnly?: boolean } = {}) {
   const streams = options.streams ?? 200;
   const pinned = pinThisProcess(1);
   const model = await startBenchProcess('scripted-model', { core: 1 });
   const modelBaseUrl = `http://127.0.0.1:${model.port}/v1`;
-  try {
-    const pureKinds = Array.from({ length: streams }, () => 'text' as const);
-    // The baseline in the same run: every delta sent on alone, as the model sent it.
-    const each = await runScenario({
+  const heading = (name: string) =>
+    `Load, ${name}: ${streams} concurrent streams × ${DELTAS} deltas ${DELTA_DELAY_MS} ms apart (service on core 0, ` +
+    `${pinned ? 'model and load generator on core 1' : 'unpinned'}; SQLite, fs storage)`;
+  const pureKinds = Array.from({ length: streams }, () => 'text' as const);
+  /** Pure chat in rounds, each after a round of the SDK floor (machines are noisy: medians compare). */
+  const pureAgainstFloor = async (title: string, environment: Record<string, string>, withTargets: boolean) => {
+    const floorRounds: number[] = [];
+    const result = await runScenario({
       modelBaseUrl,
       sandbox: false,
       kinds: pureKinds,
       uploads: false,
-      environment: { MORDN_CHAT_COALESCE_MS: '0' },
+      environment,
+      rounds: PURE_ROUNDS,
+      beforeRound: async () => {
+        floorRounds.push(await measureFloor(modelBaseUrl, streams, floorRounds.length === 0 ? WARM_UP_STREAMS : 0));
+      },
     });
-    const pure = await runScenario({ modelBaseUrl, sandbox: false, kinds: pureKinds, uploads: false });
-    const heading = (name: string) =>
-      `Load, ${name}: ${streams} concurrent streams × ${DELTAS} deltas ${DELTA_DELAY_MS} ms apart (service on core 0, ` +
-      `${pinned ? 'model and load generator on core 1' : 'unpinned'}; SQLite, fs storage)`;
-    const eachFigures = printScenario(heading('pure chat, baseline with MORDN_CHAT_COALESCE_MS=0'), each, false);
-    const pureFigures = printScenario(heading('pure chat (default MORDN_CHAT_COALESCE_MS)'), pure, true);
+    const figures = printScenario(heading(title), result, withTargets);
+    const floorMs = median(floorRounds);
+    const ratio = figures.cpuMs / floorMs;
+    const serviceRounds = result.roundCpuSeconds.map((seconds) => (seconds * 1000) / streams);
+    const list = (values: number[]) => values.map((value) => value.toFixed(2)).join(', ');
     console.log(
-      `coalesced vs baseline: service CPU per stream ${(pureFigures.cpuMs / eachFigures.cpuMs).toFixed(3)}×, ` +
-        `first text-delta p50 ${(pureFigures.p50 / eachFigures.p50).toFixed(3)}×, p99 ${(pureFigures.p99 / eachFigures.p99).toFixed(3)}×`,
+      `Service vs AI SDK floor in the same run (this checkout's ai and provider, the same load), CPU per answer:\n` +
+        `  service ${figures.cpuMs.toFixed(2)} ms (rounds: ${list(serviceRounds)})\n` +
+        `  SDK floor ${floorMs.toFixed(2)} ms (rounds, each just before the service's: ${list(floorRounds)})\n` +
+        `  ratio ${ratio.toFixed(2)}× (round by round: ${serviceRounds.map((value, index) => `${(value / (floorRounds[index] as number)).toFixed(2)}×`).join(', ')}); ` +
+        `target ≤ ${FLOOR_RATIO_TARGET}× ${verdict(ratio <= FLOOR_RATIO_TARGET)}`,
+    );
+    return { ...figures, floorMs, ratio };
+  };
+  try {
+    const pure = await pureAgainstFloor('pure chat (default MORDN_CHAT_COALESCE_MS)', {}, true);
+    if (options.pureOnly) return pure;
+    // Every delta sent on alone, as the model sent it (as the floor does): what coalescing saves.
+    const each = await pureAgainstFloor(
+      'pure chat, every delta alone (MORDN_CHAT_COALESCE_MS=0)',
+      { MORDN_CHAT_COALESCE_MS: '0' },
+      false,
+    );
+    console.log(
+      `\ncoalesced vs every delta alone: service CPU per stream ${(pure.cpuMs / each.cpuMs).toFixed(3)}×, ` +
+        `first text-delta p50 ${(pure.p50 / each.p50).toFixed(3)}×, p99 ${(pure.p99 / each.p99).toFixed(3)}×`,
     );
     const mixedKinds = Array.from(
       { length: streams },
@@ -368,7 +455,7 @@ export async function benchLoad(options: { streams?: number } = {}) {
       mixed,
       false,
     );
-    return pureFigures;
+    return pure;
   } finally {
     await model.stop();
   }

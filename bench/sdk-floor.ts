@@ -20,8 +20,15 @@ async function drain(stream: ReadableStream<unknown>): Promise<void> {
 }
 
 /** One scripted turn of `deltas` deltas `delayMs` apart, consumed up to `stage`. */
-function turn(baseUrl: string, stage: Stage, index: number, deltas: number, delayMs: number): Promise<void> {
-  const text = turnMessage({ kind: 'text', deltas, delayMs, tag: `floor-${index}` });
+function turn(
+  baseUrl: string,
+  stage: Stage,
+  index: number,
+  deltas: number,
+  delayMs: number,
+  round = 'floor',
+): Promise<void> {
+  const text = turnMessage({ kind: 'text', deltas, delayMs, tag: `${round}-${index}` });
   const model = createLanguageModel({ provider: 'openai-compatible', modelId: 'bench', baseUrl });
   switch (stage) {
     case 'fetch':
@@ -52,6 +59,26 @@ async function cpuPerTurnMs(run: () => Promise<void>, turns: number): Promise<nu
   await run();
   const used = process.cpuUsage(before);
   return (used.user + used.system) / 1000 / turns;
+}
+
+/**
+ * The AI SDK's whole chat path (the `sse` stage: provider, `streamText`, UI message stream, SSE
+ * encoding) for `streams` concurrent answers of `deltas` deltas `delayMs` apart, in this process:
+ * its CPU per answer (ms), after a warm-up of `warmUp` such answers (the load bench warms the
+ * service with as many). What the load bench sets the service's CPU per answer against, measured in
+ * the same run with the same `ai` and provider.
+ */
+export async function sdkFloorCpuPerAnswer(
+  baseUrl: string,
+  load: { streams: number; deltas: number; delayMs: number; warmUp: number },
+): Promise<number> {
+  const answers = async (count: number, round: string) => {
+    await Promise.all(
+      Array.from({ length: count }, (_, index) => turn(baseUrl, 'sse', index, load.deltas, load.delayMs, round)),
+    );
+  };
+  await answers(load.warmUp, 'warm');
+  return cpuPerTurnMs(() => answers(load.streams, 'load'), load.streams);
 }
 
 /**

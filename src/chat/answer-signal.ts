@@ -1,4 +1,4 @@
-import { JsonToSseTransformStream, UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from 'ai';
+import { UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from 'ai';
 import { ServiceError } from '../errors.js';
 import type { InterruptionReason } from './interrupted-message.js';
 
@@ -52,28 +52,41 @@ export function createAnswerSignal(request: Request, timeoutMs: number): AnswerS
   };
 }
 
+/** The SSE event of one chunk, as the AI SDK's `JsonToSseTransformStream` frames it. */
+export function sseEvent(chunk: UIMessageChunk): string {
+  return `data: ${JSON.stringify(chunk)}\n\n`;
+}
+
+/** The AI SDK's end-of-stream event, after the last chunk. */
+export const SSE_DONE = 'data: [DONE]\n\n';
+
 /**
- * The answer's UI message stream as an SSE response (the SDK's own headers and event encoder),
- * its body watched: when whoever reads it cancels before the end (the connection under it broke)
- * `onAbandoned` runs, and the stream is still read to its end, so the answer so far is stored
- * and the model's connection closes. Runtimes that never abort a request's signal show a client
- * that left only this way.
+ * The answer's UI message stream as an SSE response (the SDK's own headers and framing: one
+ * `data: <chunk JSON>` event per chunk, then `data: [DONE]`), its body watched: when whoever reads
+ * it cancels before the end (the connection under it broke) `onAbandoned` runs, and the stream is
+ * still read to its end, so the answer so far is stored and the model's connection closes.
+ * Runtimes that never abort a request's signal show a client that left only this way.
+ *
+ * Framing and encoding happen in the body's own pull, one stage for both: the SDK's
+ * `JsonToSseTransformStream` and `TextEncoderStream` would be two more per chunk.
  */
 export function answerResponse(
   stream: ReadableStream<UIMessageChunk>,
   options: { headers: Record<string, string>; onAbandoned: () => void },
 ): Response {
-  const events = stream.pipeThrough(new JsonToSseTransformStream()).getReader();
+  const chunks = stream.getReader();
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const { done, value } = await events.read();
-      if (done) controller.close();
-      else controller.enqueue(encoder.encode(value));
+      const { done, value } = await chunks.read();
+      if (done) {
+        controller.enqueue(encoder.encode(SSE_DONE));
+        controller.close();
+      } else controller.enqueue(encoder.encode(sseEvent(value)));
     },
     cancel() {
       options.onAbandoned();
-      void drain(events);
+      void drain(chunks);
     },
   });
   const headers = new Headers(UI_MESSAGE_STREAM_HEADERS);

@@ -9,20 +9,31 @@ const start = (id: string) => ({ type: 'text-start', id });
 const delta = (id: string, text: string, extra: object = {}) => ({ type: 'text-delta', id, delta: text, ...extra });
 const end = (id: string) => ({ type: 'text-end', id });
 
+/** A source of parts, and the controller that sends them. */
+function source() {
+  let controller!: ReadableStreamDefaultController<never>;
+  const stream = new ReadableStream<never>({
+    start(started) {
+      controller = started;
+    },
+  });
+  return { stream, controller };
+}
+
 /** A coalescing stage on a fake clock: write parts at chosen times, read what came out so far. */
 function stage() {
   let clock = 0;
-  const transform = coalesceDeltas(WINDOW_MS, () => clock);
-  const writer = transform.writable.getWriter();
+  const input = source();
+  const coalesced = coalesceDeltas(input.stream, WINDOW_MS, () => clock);
   const out: Part[] = [];
   const reading = (async () => {
-    for await (const part of transform.readable as unknown as AsyncIterable<Part>) out.push(part);
+    for await (const part of coalesced as unknown as AsyncIterable<Part>) out.push(part);
   })();
   const settle = () => vi.advanceTimersByTimeAsync(0);
   return {
     out,
     async write(part: object) {
-      await writer.write(part as never);
+      input.controller.enqueue(part as never);
       await settle();
     },
     async advance(ms: number) {
@@ -30,7 +41,7 @@ function stage() {
       await vi.advanceTimersByTimeAsync(ms);
     },
     async close() {
-      await writer.close();
+      input.controller.close();
       await reading;
     },
   };
@@ -107,14 +118,15 @@ describe('coalesceDeltas', () => {
     await s.close();
     expect(s.out).toEqual([delta('t', 'a'), delta('t', 'b')]);
 
-    const transform = coalesceDeltas(WINDOW_MS, () => 0);
-    const writer = transform.writable.getWriter();
-    const reader = transform.readable.getReader();
-    void writer.write(delta('t', 'a') as never);
+    const input = source();
+    const reader = coalesceDeltas(input.stream, WINDOW_MS, () => 0).getReader();
+    input.controller.enqueue(delta('t', 'a') as never);
     expect((await reader.read()).value).toEqual(delta('t', 'a'));
-    void writer.write(delta('t', 'b') as never).catch(() => undefined);
+    input.controller.enqueue(delta('t', 'b') as never);
+    const pending = reader.read();
     await vi.advanceTimersByTimeAsync(0);
     await reader.cancel();
+    await pending;
     // The held delta's timer fires into a cancelled stream without throwing.
     await vi.advanceTimersByTimeAsync(WINDOW_MS);
   });

@@ -15,63 +15,100 @@ function isDelta(part: ModelStreamPart): part is DeltaPart {
 }
 
 /**
- * A stage that sends at most one text (or reasoning) delta per part every `windowMs`: the first
- * delta after any other part goes on at once, and deltas that follow within the window travel
- * on as one, joined, when the window closes or the next other part arrives. Every later stage
- * of the answer (the SDK's own step, tee and UI stages, the SSE encoder and the socket) then
- * runs once per batch instead of once per token, which is what lets one process keep up with
- * hundreds of streams; what reaches the client is the same UI message stream with fewer,
- * longer `text-delta` chunks.
+ * `source` with at most one text (or reasoning) delta per part every `windowMs`: the first delta
+ * after any other part goes on at once, and deltas that follow within the window travel on as
+ * one, joined, when the window closes or the next other part arrives. Every later stage of the
+ * answer (the SDK's own step, tee and UI stages, the SSE encoder and the socket) then runs once
+ * per batch instead of once per token, which is what lets one process keep up with hundreds of
+ * streams; what reaches the client is the same UI message stream with fewer, longer
+ * `text-delta` chunks.
+ *
+ * A stream that pulls from `source` itself (one read per part), rather than a `TransformStream`
+ * (a write, a transform and a read per part), and joined text is built once per batch.
  *
  * @example
- * stream.pipeThrough(coalesceDeltas(8)); // a delta waits at most 8 ms
+ * const coalesced = coalesceDeltas(result.stream, 8); // a delta waits at most 8 ms
  */
-export function coalesceDeltas(windowMs: number, now: () => number = performance.now.bind(performance)) {
+export function coalesceDeltas(
+  source: ReadableStream<ModelStreamPart>,
+  windowMs: number,
+  now: () => number = performance.now.bind(performance),
+): ReadableStream<ModelStreamPart> {
+  const reader = source.getReader();
+  let output: ReadableStreamDefaultController<ModelStreamPart>;
+  // The held delta and the text of every delta joined to it.
   let held: DeltaPart | undefined;
+  let heldText = '';
   let timer: NodeJS.Timeout | undefined;
   let sentAt = Number.NEGATIVE_INFINITY;
-  const release = (controller: TransformStreamDefaultController<ModelStreamPart>) => {
-    clearTimeout(timer);
-    timer = undefined;
-    if (!held) return;
-    const part = held;
+  /** Sends the held delta on, if there is one; says whether it did. */
+  const release = (): boolean => {
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    if (!held) return false;
+    const part = held.delta === heldText ? held : { ...held, delta: heldText };
     held = undefined;
     sentAt = now();
-    controller.enqueue(part);
+    output.enqueue(part);
+    return true;
   };
-  return new TransformStream<ModelStreamPart, ModelStreamPart>({
-    transform(part, controller) {
-      if (!isDelta(part)) {
-        release(controller);
-        sentAt = Number.NEGATIVE_INFINITY;
-        controller.enqueue(part);
-        return;
-      }
-      if (held && joins(held, part)) {
-        held = { ...held, delta: held.delta + part.delta };
-        return;
-      }
-      release(controller);
-      const waited = now() - sentAt;
-      if (waited >= windowMs) {
-        sentAt = now();
-        controller.enqueue(part);
-        return;
-      }
-      held = part;
-      timer = setTimeout(() => {
-        // The stream may have ended (cancelled or errored) while the delta waited.
-        try {
-          release(controller);
-        } catch {
-          held = undefined;
+  const windowClosed = () => {
+    timer = undefined;
+    // The stream may have ended (cancelled or errored) while the delta waited.
+    try {
+      release();
+    } catch {
+      held = undefined;
+    }
+  };
+  return new ReadableStream<ModelStreamPart>(
+    {
+      start(controller) {
+        output = controller;
+      },
+      async pull(controller) {
+        // A held delta sends nothing yet: read on until something went out.
+        for (;;) {
+          const { done, value: part } = await reader.read();
+          if (done) {
+            release();
+            controller.close();
+            return;
+          }
+          if (!isDelta(part)) {
+            release();
+            sentAt = Number.NEGATIVE_INFINITY;
+            controller.enqueue(part);
+            return;
+          }
+          if (held && joins(held, part)) {
+            heldText += part.delta;
+            continue;
+          }
+          const released = release();
+          const waited = now() - sentAt;
+          if (waited >= windowMs) {
+            sentAt = now();
+            controller.enqueue(part);
+            return;
+          }
+          held = part;
+          heldText = part.delta;
+          timer = setTimeout(windowClosed, windowMs - waited);
+          if (released) return;
         }
-      }, windowMs - waited);
+      },
+      cancel(reason) {
+        clearTimeout(timer);
+        held = undefined;
+        return reader.cancel(reason);
+      },
     },
-    flush(controller) {
-      release(controller);
-    },
-  });
+    // Nothing is read ahead of the reader: a part waits in the source until it is asked for.
+    { highWaterMark: 0 },
+  );
 }
 
 /**
@@ -87,7 +124,7 @@ export function withCoalescedDeltas(model: LanguageModel, windowMs: number): Lan
       specificationVersion: 'v3',
       wrapStream: async ({ doStream }) => {
         const result = await doStream();
-        return { ...result, stream: result.stream.pipeThrough(coalesceDeltas(windowMs)) };
+        return { ...result, stream: coalesceDeltas(result.stream, windowMs) };
       },
     },
   });

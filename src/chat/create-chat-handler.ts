@@ -7,7 +7,6 @@ import {
   streamText,
   type ToolSet,
   type UIMessage,
-  type UIMessageChunk,
 } from 'ai';
 import { type AgentConfig, isSandboxEnabled } from '../agents/config-schema.js';
 import { ServiceError } from '../errors.js';
@@ -19,7 +18,7 @@ import { createAnswerReporter } from './answer-reporter.js';
 import { answerResponse, createAnswerSignal } from './answer-signal.js';
 import { createArtifactRelay } from './artifact-stream.js';
 import { withCoalescedDeltas } from './coalesce-deltas.js';
-import { endOnInterruption } from './end-on-interruption.js';
+import { chainPasses, endOnInterruption } from './end-on-interruption.js';
 import { canonicalizeFileParts, referencedStoragePaths } from './file-parts.js';
 import { resignedHistory } from './history.js';
 import { parseChatRequest } from './incoming-request.js';
@@ -315,11 +314,7 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
         });
       }
       const links = createLinkGuard(publisher);
-      const pass = async (chunk: UIMessageChunk) => {
-        const out: UIMessageChunk[] = [];
-        for (const relayed of relay.pass(chunk)) out.push(...(await links.pass(relayed)));
-        return out;
-      };
+      const pass = chainPasses(relay.pass, links.pass);
 
       const model = withCoalescedDeltas(
         toLanguageModel(typeof options.model === 'function' ? options.model(context.config) : options.model),
@@ -340,7 +335,14 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
             // The SDK's default prints the whole error, request body (the conversation) included.
             onError: ({ error }) => report.failed(error),
           });
-          writer.merge(endOnInterruption(result.toUIMessageStream({ sendReasoning: false }), answer, pass));
+          // Our steps run in this one loop over the SDK's chunks, writing each straight to the
+          // answer's stream: no stream stage of their own between the SDK's.
+          return endOnInterruption(
+            result.toUIMessageStream({ sendReasoning: false }),
+            answer,
+            (chunk) => writer.write(chunk),
+            pass,
+          );
         },
         onError: (error) => {
           if (!isErrorChunkEcho(error)) report.failed(error);

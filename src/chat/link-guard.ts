@@ -100,11 +100,11 @@ export function createLinkGuard(publisher: WorkspaceFilePublisher | undefined) {
     return noted;
   };
 
-  const rewrite = async (text: string) => {
+  const rewrite = async (text: string, links: readonly WorkspaceLink[]) => {
     const cards: UIMessageChunk[] = [];
     let rewritten = '';
     let offset = 0;
-    for (const link of findWorkspaceLinks(text)) {
+    for (const link of links) {
       const resolved = await resolve(link, text.slice(link.start, link.end));
       rewritten += text.slice(offset, link.start) + resolved.text;
       offset = link.end;
@@ -113,30 +113,54 @@ export function createLinkGuard(publisher: WorkspaceFilePublisher | undefined) {
     return { text: rewritten + text.slice(offset), cards };
   };
 
-  /** `text` released by a holdback, as the chunks that carry it on. */
-  const release = async (id: string, text: string, providerMetadata: TextDelta['providerMetadata']) => {
+  const textDelta = (id: string, delta: string, providerMetadata: TextDelta['providerMetadata']): TextDelta => ({
+    type: 'text-delta',
+    id,
+    delta,
+    ...(providerMetadata ? { providerMetadata } : {}),
+  });
+
+  /**
+   * `text` released by a holdback, as the chunks that carry it on: at once when it holds no
+   * workspace link (nearly every delta, then passed on as `original` when that is all it is),
+   * after their publications otherwise.
+   */
+  const release = (
+    id: string,
+    text: string,
+    providerMetadata: TextDelta['providerMetadata'],
+    original?: TextDelta,
+  ): readonly UIMessageChunk[] | Promise<readonly UIMessageChunk[]> => {
     if (text === '') return [];
-    const { text: delta, cards } = await rewrite(text);
-    const out: UIMessageChunk[] =
-      delta === '' ? [] : [{ type: 'text-delta', id, delta, ...(providerMetadata ? { providerMetadata } : {}) }];
-    return [...out, ...cards];
+    const links = findWorkspaceLinks(text);
+    if (links.length === 0) return [original?.delta === text ? original : textDelta(id, text, providerMetadata)];
+    return rewrite(text, links).then(({ text: delta, cards }) =>
+      delta === '' ? cards : [textDelta(id, delta, providerMetadata), ...cards],
+    );
   };
 
   return {
-    /** What goes on in place of `chunk`: text with its links resolved, and their cards. */
-    async pass(chunk: UIMessageChunk): Promise<readonly UIMessageChunk[]> {
+    /**
+     * What goes on in place of `chunk`: text with its links resolved, and their cards. A promise
+     * only while a link's publication is pending; a delta that passes unchanged is passed as it is.
+     */
+    pass(chunk: UIMessageChunk): readonly UIMessageChunk[] | Promise<readonly UIMessageChunk[]> {
       switch (chunk.type) {
         case 'text-start':
           holdbacks.set(chunk.id, createLinkHoldback());
           return [chunk];
         case 'text-delta': {
           const holdback = holdbacks.get(chunk.id);
-          return holdback ? release(chunk.id, holdback.push(chunk.delta), chunk.providerMetadata) : [chunk];
+          return holdback ? release(chunk.id, holdback.push(chunk.delta), chunk.providerMetadata, chunk) : [chunk];
         }
         case 'text-end': {
           const holdback = holdbacks.get(chunk.id);
           holdbacks.delete(chunk.id);
-          return holdback ? [...(await release(chunk.id, holdback.flush(), undefined)), chunk] : [chunk];
+          if (!holdback) return [chunk];
+          const released = release(chunk.id, holdback.flush(), undefined);
+          return Array.isArray(released)
+            ? [...released, chunk]
+            : (released as Promise<readonly UIMessageChunk[]>).then((out) => [...out, chunk]);
         }
         // A file the model published itself already has its card: a link to it gets no second one.
         case 'tool-input-available': {
