@@ -141,7 +141,7 @@ const BLOCKS: Array<[page: string, firstLine: string, treatment: Treatment]> = [
   ],
   [
     'docs/capacity.md',
-    'npm run bench -- load        # 200 concurrent chats, pure and mixed (about 2 minutes)',
+    'npm run bench -- load        # 200 concurrent chats, pure and mixed, beside the SDK floor (about 6 minutes)',
     notRun('benchmarks, minutes each'),
   ],
 ];
