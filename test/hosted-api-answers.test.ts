@@ -2,9 +2,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../src/agents/config-schema.js';
 import type { ArtifactCarrier } from '../src/chat/artifact-carrier.js';
 import { createChatHandler } from '../src/chat/create-chat-handler.js';
-import type { ChatRequestContext } from '../src/chat/types.js';
 import { createHostedSandboxes } from '../src/hosted/create-hosted-sandboxes.js';
 import { type ApiProxy, type ProxyRewrite, startApiProxy } from './support/api-proxy.js';
+import { hostedContext } from './support/chat-context.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { startTestService, type TestService } from './support/service.js';
 import { serviceChatStorage } from './support/service-chat-storage.js';
@@ -42,15 +42,7 @@ beforeEach(() => {
   proxy.requests.length = 0;
 });
 
-function context(userId: string): ChatRequestContext {
-  return {
-    request: new Request('http://host.example/api/chat'),
-    userId,
-    chatId: 'c1',
-    config: ENABLED,
-    abortSignal: new AbortController().signal,
-  };
-}
+const context = (userId: string) => hostedContext(ENABLED, userId);
 
 /** Rewrites the signer's answers only. */
 function signer(answer: (upstream: Response) => Response | Promise<Response>): ProxyRewrite {

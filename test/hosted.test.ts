@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../src/agents/config-schema.js';
 import { type ArtifactCarrier, isArtifactCarrier } from '../src/chat/artifact-carrier.js';
-import type { ChatRequestContext } from '../src/chat/types.js';
 import { createHostedSandboxes } from '../src/hosted/create-hosted-sandboxes.js';
 import { createMordnHandler } from '../src/hosted/create-mordn-handler.js';
+import { hostedContext } from './support/chat-context.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
 import { servedRequests } from './support/metrics.js';
@@ -44,13 +44,7 @@ beforeAll(async () => {
 });
 afterAll(() => close());
 
-function context(
-  config: AgentConfig,
-  userId = 'alice',
-  abortSignal = new AbortController().signal,
-): ChatRequestContext {
-  return { request: new Request('http://host.example/api/chat'), userId, chatId: 'c1', config, abortSignal };
-}
+const context = hostedContext;
 
 /** Requests the service answered on a route, from its own metrics. */
 const served = (route: string) => servedRequests(service, route);

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../src/agents/config-schema.js';
 import type { ArtifactCarrier } from '../src/chat/artifact-carrier.js';
-import type { ChatRequestContext } from '../src/chat/types.js';
 import { createHostedSandboxes, toolResultValue } from '../src/hosted/create-hosted-sandboxes.js';
 import { type ToolCallPart, toolFailureText, toolOutputTruncated, toolOutputValue } from '../src/react/messages.js';
+import { hostedContext } from './support/chat-context.js';
 import type { AgentFixture } from './support/fixtures.js';
 import { startScriptedChatService } from './support/scripted-chat-service.js';
 import type { TestService } from './support/service.js';
@@ -28,15 +28,7 @@ beforeAll(async () => {
 });
 afterAll(() => close?.());
 
-function context(userId: string): ChatRequestContext {
-  return {
-    request: new Request('http://host.example/api/chat'),
-    userId,
-    chatId: 'c1',
-    config: ENABLED,
-    abortSignal: new AbortController().signal,
-  };
-}
+const context = (userId: string) => hostedContext(ENABLED, userId);
 
 /** A finished tool part as the AI SDK hands it to the React component. */
 const finished = (toolName: string, output: unknown): ToolCallPart => ({
