@@ -53,12 +53,12 @@ export function createAnswerSignal(request: Request, timeoutMs: number): AnswerS
 }
 
 /** The SSE event of one chunk, as the AI SDK's `JsonToSseTransformStream` frames it. */
-export function sseEvent(chunk: UIMessageChunk): string {
+function sseEvent(chunk: UIMessageChunk): string {
   return `data: ${JSON.stringify(chunk)}\n\n`;
 }
 
 /** The AI SDK's end-of-stream event, after the last chunk. */
-export const SSE_DONE = 'data: [DONE]\n\n';
+const SSE_DONE = 'data: [DONE]\n\n';
 
 /**
  * The answer's UI message stream as an SSE response (the SDK's own headers and framing: one

@@ -184,16 +184,6 @@ function toV3StreamPart(part: unknown): LanguageModelV3StreamPart | undefined {
       const finish = part as Extract<LanguageModelV3StreamPart, { type: 'finish' }>;
       return { ...finish, finishReason: toV3FinishReason(finish.finishReason) };
     }
-    case 'text-delta':
-    case 'text-start':
-    case 'text-end':
-    case 'reasoning-start':
-    case 'reasoning-delta':
-    case 'reasoning-end':
-    case 'tool-input-start':
-    case 'tool-input-delta':
-    case 'tool-input-end':
-      return part as LanguageModelV3StreamPart;
     default:
       return toV3Part(part) as LanguageModelV3StreamPart | undefined;
   }
