@@ -23,12 +23,21 @@ const DATABASE_FREE = [
   'test/hosted-fetch.test.ts',
   'test/scripted-model.test.ts',
   'test/request-fuzz.test.ts',
+  'test/sandbox-mcp-progress.test.ts',
+  'test/chat-live-output.test.ts',
   'test/docs-links.test.ts',
   'test/fault-disk-full.test.ts',
   'test/fault-storage.test.ts',
   'test/fault-sandbox-backend.test.ts',
+  'test/tracing.test.ts',
 ];
-const POSTGRES_ONLY = ['test/replicas.test.ts', 'test/sandbox-tokens-replicas.test.ts', 'test/fault-postgres.test.ts'];
+const POSTGRES_ONLY = [
+  'test/replicas.test.ts',
+  'test/sandbox-tokens-replicas.test.ts',
+  'test/fault-postgres.test.ts',
+  'test/chat-answers-replicas.test.ts',
+  'test/usage-replicas.test.ts',
+];
 const END_TO_END = 'test/e2e/**';
 export default defineConfig({
   test: {

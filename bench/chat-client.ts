@@ -1,5 +1,6 @@
 import { type Dispatcher, request } from 'undici';
 import { answerDeltas, type TurnSpec, turnMessage } from './load-script.js';
+import { RESUMABLE_HEADERS } from './support.js';
 
 /** How one chat turn over `POST /v1/chat` went, as its client saw it. */
 export interface ChatTurnResult {
@@ -43,6 +44,7 @@ export async function runChatTurn(options: {
         authorization: `Bearer ${options.key}`,
         'x-chat-user': options.user,
         'content-type': 'application/json',
+        ...RESUMABLE_HEADERS,
       },
       body: JSON.stringify({
         id: options.chatId,

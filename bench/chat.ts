@@ -1,14 +1,31 @@
 import { streamText } from 'ai';
 import { createLanguageModel } from '../src/chat/model.js';
 import { startScriptedModelServer } from '../test/support/scripted-model-server.js';
-import { ADMIN_TOKEN, median, provisionAgent, startBenchServer } from './support.js';
+import {
+  ADMIN_TOKEN,
+  chatBenchSetting,
+  median,
+  provisionAgent,
+  RESUMABLE_HEADERS,
+  startBenchServer,
+} from './support.js';
+
+/** Turns sent so far: every turn is a new chat (a message answered once is not answered again). */
+let turns = 0;
 
 /** Time from sending to the first text delta, and to the last, of one chat turn over HTTP. */
-async function timeChatTurn(base: string, key: string, chatId: string, text: string) {
+export async function timeChatTurn(base: string, key: string, name: string, text: string) {
+  turns += 1;
+  const chatId = `${name}-${turns}`;
   const started = performance.now();
   const response = await fetch(`${base}/v1/chat`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'x-chat-user': 'bench-user', 'content-type': 'application/json' },
+    headers: {
+      authorization: `Bearer ${key}`,
+      'x-chat-user': 'bench-user',
+      'content-type': 'application/json',
+      ...RESUMABLE_HEADERS,
+    },
     body: JSON.stringify({
       id: chatId,
       trigger: 'submit-message',
@@ -87,7 +104,9 @@ export async function benchChat(options: { samples?: number } = {}) {
     const small = await perToken(2_000, 9);
     const large = await perToken(20_000, 5);
     const extra = median(service) - median(inProcess);
-    console.log(`\nChat: medians of ${samples} turns (scripted OpenAI-compatible model on loopback, SQLite)`);
+    console.log(
+      `\nChat: medians of ${samples} turns (scripted OpenAI-compatible model on loopback, ${chatBenchSetting()})`,
+    );
     console.table([
       { measure: 'first text-delta, streamText in-process', 'median ms': median(inProcess).toFixed(2) },
       {

@@ -8,6 +8,7 @@ import type { ProbedStats } from './servers/mordn-probed.js';
 import {
   ADMIN_TOKEN,
   type BenchServer,
+  chatBenchSetting,
   descendantProcesses,
   median,
   openFileDescriptors,
@@ -395,14 +396,15 @@ async function measureFloor(modelBaseUrl: string, streams: number, warmUp: numbe
  *
  * `pureOnly` runs the default pure chat and its floor alone (with `MORDN_BENCH_CPU_PROF`, to profile).
  */
-export async function benchLoad(options: { streams?: number; pureOnly?: boolean } = {}) {
+export async function benchLoad(options: { streams?: number; pureOnly?: boolean; rounds?: number } = {}) {
   const streams = options.streams ?? 200;
+  const pureRounds = options.rounds ?? PURE_ROUNDS;
   const pinned = pinThisProcess(1);
   const model = await startBenchProcess('scripted-model', { core: 1 });
   const modelBaseUrl = `http://127.0.0.1:${model.port}/v1`;
   const heading = (name: string) =>
     `Load, ${name}: ${streams} concurrent streams × ${DELTAS} deltas ${DELTA_DELAY_MS} ms apart (service on core 0, ` +
-    `${pinned ? 'model and load generator on core 1' : 'unpinned'}; SQLite, fs storage)`;
+    `${pinned ? 'model and load generator on core 1' : 'unpinned'}; ${chatBenchSetting()}, fs storage)`;
   const pureKinds = Array.from({ length: streams }, () => 'text' as const);
   /** Pure chat in rounds, each after a round of the SDK floor (machines are noisy: medians compare). */
   const pureAgainstFloor = async (title: string, environment: Record<string, string>, withTargets: boolean) => {
@@ -413,7 +415,7 @@ export async function benchLoad(options: { streams?: number; pureOnly?: boolean 
       kinds: pureKinds,
       uploads: false,
       environment,
-      rounds: PURE_ROUNDS,
+      rounds: pureRounds,
       beforeRound: async () => {
         floorRounds.push(await measureFloor(modelBaseUrl, streams, floorRounds.length === 0 ? WARM_UP_STREAMS : 0));
       },

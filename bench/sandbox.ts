@@ -15,7 +15,7 @@ async function timed(send: () => Promise<number>): Promise<number> {
 }
 
 /** One `tools/call` as raw JSON-RPC, over `via` (by default the shared pool). */
-function mcpCall(
+export function mcpCall(
   base: string,
   key: string,
   user: string,

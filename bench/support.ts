@@ -167,7 +167,7 @@ export function startBenchProcess(name: string, options: BenchProcessOptions = {
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`bench process ${name} exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`bench process ${name} exited with ${code}: ${seen.slice(-1000)}`)));
   });
 }
 
@@ -250,4 +250,17 @@ export async function openFileDescriptorKinds(pid: number): Promise<{ fds: numbe
   const names = await readdir(`/proc/${pid}/fd`);
   const targets = await Promise.all(names.map((name) => readlink(`/proc/${pid}/fd/${name}`).catch(() => '')));
   return { fds: names.length, sockets: targets.filter((target) => target.startsWith('socket:')).length };
+}
+
+/**
+ * `MORDN_BENCH_RESUMABLE=1`: chat turns carry `X-Chat-Resumable: 1` (answers that outlive their
+ * reader); with `DATABASE_URL` set, the service runs on that PostgreSQL instead of SQLite.
+ */
+export const RESUMABLE_HEADERS: Record<string, string> =
+  process.env.MORDN_BENCH_RESUMABLE === '1' ? { 'x-chat-resumable': '1' } : {};
+
+/** The database and answer mode a chat bench runs with, for its heading. */
+export function chatBenchSetting(): string {
+  const database = process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite';
+  return `${database}${process.env.MORDN_BENCH_RESUMABLE === '1' ? ', X-Chat-Resumable: 1' : ''}`;
 }

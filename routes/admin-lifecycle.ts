@@ -58,6 +58,10 @@ const ErasureReportSchema = z
       description:
         '`complete` when nothing remains. `partial` (still HTTP 200) when a step failed — a file storage could not delete keeps its record, a workspace whose sandbox backend is off or failed keeps its record — or, for a dry run, when there is something to erase. Repeating the request finishes the job.',
     }),
+    usageRows: z.number().int().openapi({
+      description:
+        "Usage rows that named the user (a dry run: that name them now). They are kept with the user id replaced by its keyed hash, `erased:<hash>`, so the tenant's sums stay true.",
+    }),
   })
   .openapi('ErasureReport');
 

@@ -14,6 +14,7 @@ import { auditAdminWrites, registerAdminAuditRoutes } from './admin-audit.js';
 import { registerAdminDirectoryRoutes } from './admin-directory.js';
 import { registerAdminEgressRoutes } from './admin-egress.js';
 import { registerAdminLifecycleRoutes } from './admin-lifecycle.js';
+import { registerAdminLimitRoutes } from './admin-limits.js';
 import { ADMIN_ROUTE, AgentParams, body, json, NameBody, TenantParams } from './admin-schemas.js';
 import { registerAdminUsageRoutes } from './admin-usage.js';
 import { registerAdminArtifactRoutes } from './artifacts.js';
@@ -162,6 +163,7 @@ export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenc
   registerAdminAgentListRoutes(app, deps);
   registerAdminAuditRoutes(app, deps);
   registerAdminUsageRoutes(app, deps);
+  registerAdminLimitRoutes(app, deps);
   registerAdminEgressRoutes(app, deps);
   registerAdminLifecycleRoutes(app, deps);
 }

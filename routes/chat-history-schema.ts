@@ -177,11 +177,11 @@ const MessageMetadataSchema = z
     mordn: z
       .object({
         interrupted: z
-          .object({ reason: z.enum(['stop', 'disconnect', 'timeout']) })
+          .object({ reason: z.enum(['stop', 'disconnect', 'timeout', 'failed']) })
           .optional()
           .openapi({
             description:
-              'Set on an answer that ended early: the client stopped it (`stop`), its response lost its reader (`disconnect`) or its deadline passed (`timeout`). Its parts are closed.',
+              'Set on an answer that ended early: the client stopped it (`stop`, by aborting its request or `POST /v1/chat/{chatId}/stop`), its response lost its reader or a resumable answer found none within its grace (`disconnect`), its deadline passed (`timeout`), or the replica running it died or shut down first (`failed`, stored with what its chunk log held). Its parts are closed.',
           }),
       })
       .optional(),

@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import { getEffectiveConfig, getPreviewConfig } from '../src/agents/agent-configs.js';
 import { readBearerToken } from '../src/auth/authenticate.js';
 import { type ChatHandler, createChatHandler } from '../src/chat/create-chat-handler.js';
+import { agentSpace } from '../src/chat/database-answer-store.js';
 import { createDatabaseChatStore } from '../src/chat/database-chat-store.js';
 import { createLanguageModel } from '../src/chat/model.js';
 import { createServiceAttachmentStorage } from '../src/chat/service-attachment-storage.js';
@@ -24,6 +25,8 @@ import { agentAuth } from '../src/http/auth-middleware.js';
 import { AGENT_AUTH_RESPONSES, AGENT_SECURITY, problemResponses, UserHeaderSchema } from '../src/http/openapi.js';
 import { REQUEST_ID_HEADER } from '../src/http/request-context.js';
 import { IN_PROCESS_ORIGIN, inProcessTransport } from '../src/http/trusted-principal.js';
+import { principalAttributes } from '../src/telemetry/principal-attributes.js';
+import { chatMetering } from '../src/usage/chat-metering.js';
 import { ChatHistorySchema } from './chat-history-schema.js';
 
 const ChatIdParams = z.object({
@@ -123,8 +126,15 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
       ...(preview ? { resolvePreviewConfig: () => getPreviewConfig(db, principal.agentId) } : {}),
       sandboxes: sandboxesOff || !selfBaseUrl ? false : sandboxesFor(c, selfBaseUrl),
       streamTimeoutMs,
+      answers: { store: deps.answers.store, space: agentSpace(agent) },
+      detachedGraceMs: deps.config.chatDetachedGraceMs,
       coalesceMs: deps.config.chatCoalesceMs,
       requestIdleTimeoutMs: deps.config.requestIdleTimeoutMs,
+      ...(deps.usage ? { metering: chatMetering(db, deps.usage, { ...agent, userId: principal.userId }) } : {}),
+      telemetry: {
+        attributes: () => principalAttributes(principal, deps.userHash),
+        captureContent: deps.config.telemetry.captureContent,
+      },
       onError: (error) => deps.logger.error({ requestId: c.get('requestId'), err: error }, 'chat failed'),
       onInterrupted: ({ reason }) => deps.logger.info({ requestId: c.get('requestId'), reason }, 'chat interrupted'),
     });
@@ -136,16 +146,21 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
     tags: ['Chat'],
     summary: "Answer the verified user's message as an AI SDK v6 UI message stream (SSE).",
     description:
-      "Body: useChat's default `{ id, messages, trigger }`. Only the last user message is taken from the client; history comes from the server. With managed sandboxes enabled but unavailable the answer is 503 `MANAGED_SANDBOX_UNAVAILABLE` before the model starts. The answer ends after 5 minutes, or after the `X-Mordn-Stream-Timeout-Ms` a proxy asks for (1000 to 1800000).",
+      'Body: useChat\'s default `{ id, messages, trigger }`. Only the last user message is taken from the client; history comes from the server. With managed sandboxes enabled but unavailable the answer is 503 `MANAGED_SANDBOX_UNAVAILABLE` before the model starts. The answer ends after 5 minutes, or after the `X-Mordn-Stream-Timeout-Ms` a proxy asks for (1000 to 1800000).\n\nThe user message is stored as the turn starts. A chat has one running answer: a `POST` whose last user message is the one being answered joins that answer\'s stream (one model run however many retries, on any replica); another message, or `regenerate-message`, while it runs is 409 `ANSWER_IN_PROGRESS`; a message answered already (or edited under the same id) is 409 `TURN_ALREADY_ANSWERED` with `assistantMessageId`.\n\nWith `X-Chat-Resumable: 1` (for a client that stops answers with `POST /v1/chat/{chatId}/stop`), an answer whose client goes away keeps running for `MORDN_CHAT_DETACHED_GRACE_SECONDS` (default 30; tokens keep flowing) for `GET /v1/chat/{chatId}/stream` to re-attach; with no reader by then it is stopped and stored `interrupted: { reason: "disconnect" }`. Without the header, a client that goes away stops the answer at once.',
     security: AGENT_SECURITY,
     request: {
-      headers: UserHeaderSchema,
+      headers: UserHeaderSchema.extend({
+        'x-chat-resumable': z
+          .literal('1')
+          .optional()
+          .openapi({ description: 'The answer outlives its client for the detached grace (see above).' }),
+      }),
       body: { required: true, content: { 'application/json': { schema: z.object({}).passthrough() } } },
     },
     responses: {
       200: { description: 'The UI message stream.', content: { 'text/event-stream': { schema: z.string() } } },
       ...AGENT_AUTH_RESPONSES,
-      ...problemResponses(413, 415, 503),
+      ...problemResponses(409, 413, 415, 503),
     },
   });
   app.post('/v1/chat', agentAuth(db, 'write'), async (c) => {
@@ -158,18 +173,41 @@ export function registerChatRoutes(app: OpenAPIHono<AppEnv>, deps: AppDependenci
     method: 'get',
     path: '/v1/chat/{chatId}/stream',
     tags: ['Chat'],
-    summary: 'Resume an answer (what `useChat({ resume: true })` asks for): always 204, nothing to resume.',
+    summary: 'Resume an answer (what `useChat({ resume: true })` and `resumeStream()` ask for), on any replica.',
     description:
-      'Answers are not resumable: one whose client left is stopped and stored, marked `metadata.mordn.interrupted`. 204 tells the AI SDK client there is no stream to reconnect to.',
+      "While an answer of the chat runs, and for 60 s after it is stored: 200 with the UI message stream from its first chunk (replayed, the same message id) followed by the live chunks to its end. Replayed chunks are those the first reader received, except file chunks, whose URLs are signed anew. Past the log's bound (`MORDN_CHAT_RESUME_MAX_BYTES`) a new reader gets one `error` chunk saying the answer is too long to resume; the answer goes on. Otherwise — nothing running, or another user's chat — 204.",
     security: AGENT_SECURITY,
     middleware: [agentAuth(db, 'read')] as const,
     request: { params: ChatIdParams, headers: UserHeaderSchema },
-    responses: { 204: { description: 'No stream to resume.' }, ...AGENT_AUTH_RESPONSES },
+    responses: {
+      200: {
+        description: 'The answer, replayed and then live.',
+        content: { 'text/event-stream': { schema: z.string() } },
+      },
+      204: { description: 'No answer to resume.' },
+      ...AGENT_AUTH_RESPONSES,
+    },
   });
-  // No model or store is needed to say so.
   app.openapi(
     resumeRoute,
-    () => new Response(null, { status: 204, headers: { 'Cache-Control': 'no-store' } }) as never,
+    async (c) => withRequestId(c, await handlerFor(c).resume(c.req.raw, c.req.valid('param').chatId)) as never,
+  );
+
+  const stopRoute = createRoute({
+    method: 'post',
+    path: '/v1/chat/{chatId}/stop',
+    tags: ['Chat'],
+    summary: "Stop the chat's running answer, on whichever replica runs it.",
+    description:
+      'Always 204 (idempotent; nothing running, or another user\'s chat, stops nothing). Within a second the model request and MCP execution are aborted, the sandbox process is killed, the answer is stored `interrupted: { reason: "stop" }`, and every reader\'s stream ends with an `abort` chunk.',
+    security: AGENT_SECURITY,
+    middleware: [agentAuth(db, 'write')] as const,
+    request: { params: ChatIdParams, headers: UserHeaderSchema },
+    responses: { 204: { description: 'Asked to stop (or nothing was running).' }, ...AGENT_AUTH_RESPONSES },
+  });
+  app.openapi(
+    stopRoute,
+    async (c) => withRequestId(c, await handlerFor(c).stop(c.req.raw, c.req.valid('param').chatId)) as never,
   );
 
   const historyRoute = createRoute({

@@ -1,12 +1,5 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import {
-  type CallToolResult,
-  createMcpHandler,
-  isLegacyRequest,
-  type McpHttpHandler,
-  type McpServer,
-  WebStandardStreamableHTTPServerTransport,
-} from '@modelcontextprotocol/server';
+import type { CallToolResult, McpHttpHandler } from '@modelcontextprotocol/server';
 import type { Context } from 'hono';
 import { getEffectiveConfig } from '../src/agents/agent-configs.js';
 import { readBearerToken } from '../src/auth/authenticate.js';
@@ -20,8 +13,15 @@ import { agentAuth, sandboxMcpAuth } from '../src/http/auth-middleware.js';
 import { AGENT_AUTH_RESPONSES, AGENT_SECURITY, problemResponses, UserHeaderSchema } from '../src/http/openapi.js';
 import { readBodyWithLimit } from '../src/http/request-body.js';
 import { boundedToolResult } from '../src/mcp/bounded-tool-result.js';
+import { ExecProgress, progressBudget, progressTokenOf } from '../src/mcp/exec-progress.js';
 import { isEchoableId, MAX_JSON_RPC_ID_BYTES, toolResultBudget } from '../src/mcp/response-bounds.js';
-import { createSandboxMcpServer, type ToolCallParameters } from '../src/mcp/sandbox-mcp-server.js';
+import { createSandboxMcpServer, type ToolCallRequest } from '../src/mcp/sandbox-mcp-server.js';
+import {
+  createModernEraHandler,
+  isEventStream,
+  relayEventStream,
+  serveMcpRequest,
+} from '../src/mcp/serve-mcp-request.js';
 import { effectivePolicy } from '../src/sandbox/egress/effective-policy.js';
 import { evaluateSandboxGate, sandboxGateDependencies } from '../src/sandbox/gate.js';
 import { createToolOutputFilter } from '../src/sandbox/output-filter.js';
@@ -35,6 +35,8 @@ import {
 } from '../src/sandbox/tool-calls.js';
 import { NO_NETWORK, sandboxToolDefinitions } from '../src/sandbox/tools/definitions.js';
 import { readUserWorkspaceUsage } from '../src/sandbox/tools/workspace-usage.js';
+import { principalAttributes } from '../src/telemetry/principal-attributes.js';
+import { startMcpRequestTrace } from '../src/telemetry/sandbox-spans.js';
 
 /** Methods of the MCP endpoint a stateless server refuses with 405 (there is no stream or session). */
 const STATELESS_REFUSED_METHODS = ['get', 'delete', 'put', 'patch'] as const;
@@ -161,9 +163,9 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
     path: '/v1/sandbox/mcp',
     tags: ['Sandbox'],
     summary:
-      'MCP Streamable HTTP endpoint (stateless, JSON responses) exposing the six sandbox tools, in both protocol eras.',
+      'MCP Streamable HTTP endpoint (stateless; JSON responses, an event stream for live command output) exposing the six sandbox tools, in both protocol eras.',
     description:
-      'Serves the legacy handshake era (`initialize`, protocol 2025-11-25 and older) and the stateless 2026-07-28 revision on the same URL; the era is told from the body: a request whose `params._meta` carries `io.modelcontextprotocol/protocolVersion` is 2026-07-28 and must also send the `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`) `Mcp-Name` headers, which must agree with the body (`-32020`, 400); an unserved revision is `-32022` (400) and an unknown method `-32601` (404). `initialize`, `server/discover` and `tools/list` need the read permission and are static; `tools/call` needs write, re-checks the whole gate and is the only request that provisions a workspace. JSON-RPC batches are refused. Authenticated by an agent key with `X-Chat-User`, or by a per-user sandbox token (`POST /v1/sandbox/tokens`) alone: its user, permissions and tools come from the token, and an `X-Chat-User` sent with it must name the same user. Every 401 carries `WWW-Authenticate: Bearer resource_metadata="…/.well-known/oauth-protected-resource"`.',
+      'Serves the legacy handshake era (`initialize`, protocol 2025-11-25 and older) and the stateless 2026-07-28 revision on the same URL; the era is told from the body: a request whose `params._meta` carries `io.modelcontextprotocol/protocolVersion` is 2026-07-28 and must also send the `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`) `Mcp-Name` headers, which must agree with the body (`-32020`, 400); an unserved revision is `-32022` (400) and an unknown method `-32601` (404). `initialize`, `server/discover` and `tools/list` need the read permission and are static; `tools/call` needs write, re-checks the whole gate and is the only request that provisions a workspace. JSON-RPC batches are refused. Authenticated by an agent key with `X-Chat-User`, or by a per-user sandbox token (`POST /v1/sandbox/tokens`) alone: its user, permissions and tools come from the token, and an `X-Chat-User` sent with it must name the same user. Every 401 carries `WWW-Authenticate: Bearer resource_metadata="…/.well-known/oauth-protected-resource"`. Live output: a `sandbox_exec` call whose `params._meta.progressToken` is a string or number (its JSON at most 256 bytes, else `-32600`, 400), from a client whose `Accept` includes `text/event-stream`, is answered with an event stream: `notifications/progress` while the command runs (the token echoed, `progress` the output bytes so far, `message` the new output of one stream as text, `_meta["mordn/stream"]` `stdout` or `stderr`; at most 4 a second, new output within 500 ms, none while the command is silent, output redacted like the result), then the result. The whole body, notifications included, stays within the response bound; live output takes at most min(64 KiB, an eighth of it) and the result the rest. Every other request is answered as one JSON body.',
     security: [...AGENT_SECURITY, { sandboxToken: [] }],
     request: {
       headers: UserHeaderSchema.partial().extend(MODERN_ERA_HEADERS),
@@ -171,8 +173,12 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
     },
     responses: {
       200: {
-        description: 'A JSON-RPC response.',
-        content: { 'application/json': { schema: z.object({}).passthrough() } },
+        description:
+          'A JSON-RPC response; for a `sandbox_exec` call with a progress token, an event stream of `notifications/progress` messages and then the response, each as `event: message` with the JSON-RPC message in `data` (in the 2026-07-28 era only once a notification is sent: a command that writes nothing is answered as JSON).',
+        content: {
+          'application/json': { schema: z.object({}).passthrough() },
+          'text/event-stream': { schema: z.string() },
+        },
       },
       ...AGENT_AUTH_RESPONSES,
       ...problemResponses(413, 415, 429),
@@ -181,7 +187,7 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
 
   const allowedOrigin = new URL(deps.config.publicUrl).origin;
   const mcpAuth = sandboxMcpAuth(db, sandboxMcpResource(deps.config.publicUrl));
-  const modern = modernEraHandler(deps);
+  const modern = createModernEraHandler({ logger: deps.logger, maxRequestBodySize: MCP_BODY_LIMIT });
 
   for (const method of STATELESS_REFUSED_METHODS) {
     app.openAPIRegistry.registerPath({
@@ -245,6 +251,15 @@ export function registerSandboxRoutes(app: OpenAPIHono<AppEnv>, deps: AppDepende
         `Invalid request: the id may be at most ${MAX_JSON_RPC_ID_BYTES} bytes of JSON.`,
       );
     }
+    // Every progress notification echoes the token: it is bounded like the id.
+    if (!isEchoableId(progressTokenOf(request.params))) {
+      return jsonRpcError(
+        400,
+        -32600,
+        `Invalid request: the progress token may be at most ${MAX_JSON_RPC_ID_BYTES} bytes of JSON.`,
+        request.id,
+      );
+    }
     return handleMcpMessage(c, deps, request, modern);
   });
 }
@@ -261,54 +276,6 @@ function malformedToolCall(params: unknown): string | undefined {
   return undefined;
 }
 
-/** The server prepared for each request the modern handler is serving (its factory's only input). */
-const serversByRequest = new WeakMap<Request, McpServer>();
-
-/**
- * The SDK's handler for 2026-07-28 requests (per-request `_meta` envelope, `server/discover`, the
- * header rules and the revision's error codes). It owns nothing between requests: each one is
- * answered by the server prepared for it, and 2025-era requests never reach it.
- */
-function modernEraHandler(deps: AppDependencies): McpHttpHandler {
-  return createMcpHandler(
-    ({ requestInfo }) => {
-      const server = requestInfo && serversByRequest.get(requestInfo);
-      if (!server) throw new Error('No sandbox MCP server was prepared for this request.');
-      return server;
-    },
-    {
-      legacy: 'reject',
-      // The default 'auto' answers with one JSON body unless a handler emits a message before
-      // its result, which none of ours does.
-      maxRequestBodySize: MCP_BODY_LIMIT,
-      onerror: (error) => deps.logger.debug({ err: error }, 'sandbox MCP request refused'),
-    },
-  );
-}
-
-/**
- * One request of either era, on one server built for it: a 2025-era request (the `initialize`
- * handshake and what follows it, no `_meta` envelope) over the stateless Streamable HTTP
- * transport, a 2026-07-28 one through the SDK's modern handler. The SDK classifies the era.
- */
-async function serveMcpRequest(
-  request: Request,
-  message: McpMessage,
-  server: McpServer,
-  modern: McpHttpHandler,
-): Promise<Response> {
-  if (await isLegacyRequest(request, message)) {
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    await server.connect(transport);
-    return transport.handleRequest(request, { parsedBody: message });
-  }
-  serversByRequest.set(request, server);
-  return modern.fetch(request, { parsedBody: message });
-}
-
 async function handleMcpMessage(
   c: Context<AppEnv>,
   deps: AppDependencies,
@@ -323,6 +290,7 @@ async function handleMcpMessage(
     sandbox: deps.sandbox,
     storage: deps.storage,
     logger: deps.logger,
+    ...(deps.usage ? { usage: deps.usage } : {}),
   };
   // A token narrowed to some tools lists only those, and a call of any other is an unknown tool.
   const reachable = c.get('sandboxTools') ?? SANDBOX_TOOL_NAMES;
@@ -345,14 +313,20 @@ async function handleMcpMessage(
   const agentKey = readBearerToken(c.req.header('Authorization'), 'INVALID_API_KEY') ?? '';
   const filter = createToolOutputFilter(agentKey, deps.config.secretValues, deps.config.sandbox);
   // Every result, whatever it holds, fits the response bound with its envelope and framing.
-  const bound = { maxBytes: toolResultBudget(deps.config.sandbox.maxOutputBytes), filter };
-  const failure = (error: Refusal) => boundedToolResult({ error }, { ...bound, isError: true });
+  const budget = toolResultBudget(deps.config.sandbox.maxOutputBytes);
+  const failure = (error: Refusal, maxBytes = budget) =>
+    boundedToolResult({ error }, { maxBytes, filter, isError: true });
+  // Live output: a sandbox_exec call with a progress token, from a client that reads event streams.
+  const progressToken =
+    check?.kind === 'checked' && check.tool === 'sandbox_exec' && acceptsEventStream(c)
+      ? progressTokenOf(message.params)
+      : undefined;
   // A workspace busy with its maximum of calls is a 429 for the whole request, not a tool result.
   let busy: unknown;
   // The call was checked from this same message (name and arguments) before the SDK saw it; it
   // reaches this handler only once the SDK has accepted the request (era, envelope, headers), so a
   // refused request provisions nothing.
-  const handle = async (_call: ToolCallParameters, mcpSignal: AbortSignal): Promise<CallToolResult> => {
+  const handle = async (_call: unknown, request: ToolCallRequest): Promise<CallToolResult> => {
     if (check?.kind === 'refused') return failure(check.refusal);
     if (check?.kind !== 'checked') {
       return failure({ code: 'INVALID_INPUT', message: 'The call could not be checked.' });
@@ -364,11 +338,26 @@ async function handleMcpMessage(
       busy = error;
       throw error;
     }
-    const outcome = await runAdmittedCall(callDeps, admission, principal, {
-      signal: AbortSignal.any([c.req.raw.signal, mcpSignal]),
-      requestId,
-    });
-    return outcome.ok ? boundedToolResult(outcome.result as Record<string, unknown>, bound) : failure(outcome.error);
+    const signal = AbortSignal.any([c.req.raw.signal, request.signal]);
+    const progress =
+      progressToken === undefined
+        ? undefined
+        : new ExecProgress({ progressToken, maxBytes: progressBudget(budget), filter, send: request.notify, signal });
+    try {
+      const outcome = await runAdmittedCall(callDeps, admission, principal, {
+        signal,
+        requestId,
+        ...(progress ? { onOutput: progress.onOutput } : {}),
+      });
+      await progress?.finish();
+      // Progress took its share of the response: the result gets the rest.
+      const maxBytes = budget - (progress?.usedBytes ?? 0);
+      return outcome.ok
+        ? boundedToolResult(outcome.result as Record<string, unknown>, { maxBytes, filter })
+        : failure(outcome.error, maxBytes);
+    } finally {
+      progress?.cancel();
+    }
   };
 
   // Listing tells the model what the workspace's network reaches: the published policy, read
@@ -385,11 +374,36 @@ async function handleMcpMessage(
     reachable.includes(definition.name),
   );
   const server = createSandboxMcpServer(definitions, handle);
+  const close = () => server.close().catch(() => undefined);
+  let response: Response;
+  const traced = startMcpRequestTrace(message, () => principalAttributes(principal, deps.userHash));
   try {
-    const response = await serveMcpRequest(c.req.raw, message, server, modern);
-    if (busy) throw busy;
-    return response;
-  } finally {
-    await server.close().catch(() => undefined);
+    response = await traced.within(() =>
+      serveMcpRequest(c.req.raw, message, server, modern, { eventStream: progressToken !== undefined }),
+    );
+    // An event stream runs on after this: the server closes once it is over.
+    if (isEventStream(response)) {
+      response = await relayEventStream(response, () => {
+        traced.end();
+        void close();
+      });
+    } else {
+      traced.end();
+      await close();
+    }
+  } catch (error) {
+    traced.end(error);
+    await close();
+    throw error;
   }
+  if (busy) {
+    await response.body?.cancel().catch(() => undefined);
+    throw busy;
+  }
+  return response;
+}
+
+/** Whether the client takes event streams (live output comes as one). */
+function acceptsEventStream(c: Context<AppEnv>): boolean {
+  return (c.req.header('Accept') ?? '').includes('text/event-stream');
 }

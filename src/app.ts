@@ -19,6 +19,7 @@ import type { AppEnv } from './http/app-env.js';
 import { createOpenApiApp, OPENAPI_INFO } from './http/openapi.js';
 import { normalizeError, problemResponse } from './http/problem.js';
 import { requestContext } from './http/request-context.js';
+import { traceRequests } from './telemetry/http-span.js';
 
 export type { AppDependencies } from './dependencies.js';
 export type MordnApp = OpenAPIHono<AppEnv>;
@@ -33,6 +34,7 @@ export type MordnApp = OpenAPIHono<AppEnv>;
  */
 export function createApp(deps: AppDependencies): MordnApp {
   const app = createOpenApiApp();
+  app.use('*', traceRequests({ userHash: deps.userHash }));
   app.use('*', requestContext(deps.logger, deps.metrics));
 
   registerHealthRoutes(app, deps);
@@ -52,6 +54,7 @@ export function createApp(deps: AppDependencies): MordnApp {
       metrics: deps.metrics,
       trustedProxies: deps.config.trustedProxies,
       retentionDays: deps.config.downloadAuditRetentionDays,
+      ...(deps.usage ? { usage: deps.usage } : {}),
     });
     registerFileRoutes(app, deps.localDownloads, artifacts);
   }

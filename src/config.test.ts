@@ -112,6 +112,7 @@ describe('loadConfig', () => {
     [{ MORDN_DOCKER_HOST: 'tcp://proxy:2375/v1.41' }, 'MORDN_DOCKER_HOST', 'tcp://host:port'],
     [{ MORDN_SANDBOX_CPUS: '0' }, 'MORDN_SANDBOX_CPUS', 'from 0.01 to 64'],
     [{ MORDN_SANDBOX_IDLE_SECONDS: '1' }, 'MORDN_SANDBOX_IDLE_SECONDS', 'from 10 to 86400'],
+    [{ MORDN_USAGE_SAMPLE_SECONDS: '1' }, 'MORDN_USAGE_SAMPLE_SECONDS', 'from 5 to 3600'],
     [{ MORDN_SANDBOX_TOKEN_MAX_SECONDS: '59' }, 'MORDN_SANDBOX_TOKEN_MAX_SECONDS', 'from 60 to 86400'],
     [{ MORDN_SANDBOX_TOKEN_MAX_SECONDS: '86401' }, 'MORDN_SANDBOX_TOKEN_MAX_SECONDS', 'from 60 to 86400'],
     [{ MORDN_SANDBOX_WORKSPACE_MAX_FILES: '10' }, 'MORDN_SANDBOX_WORKSPACE_MAX_FILES', 'from 16 to 100000000'],
@@ -350,5 +351,43 @@ describe('the configuration module', () => {
       expect(path.relative(sourceDirectory, imported)).not.toContain(path.sep);
       expect(localImports(imported)).toEqual([]);
     }
+  });
+});
+
+describe('loadConfig: OpenTelemetry traces', () => {
+  it('are off without an OTLP endpoint, and on with either standard endpoint variable', () => {
+    expect(loadConfig({}, { cwd: '/srv/app' }).telemetry).toEqual({
+      enabled: false,
+      protocol: 'http/protobuf',
+      captureContent: false,
+    });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).telemetry.enabled).toBe(true);
+    const traces = loadConfig({
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      MORDN_OTEL_CAPTURE_CONTENT: 'true',
+    }).telemetry;
+    expect(traces).toEqual({ enabled: true, protocol: 'http/json', captureContent: true });
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).telemetry.enabled,
+    ).toBe(false);
+  });
+
+  it('refuse a protocol the exporter does not speak, or an invalid content flag, naming the variable', () => {
+    const grpc = configError({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+    });
+    expect(grpc.variables).toEqual(['OTEL_EXPORTER_OTLP_PROTOCOL']);
+    expect(grpc.message).toContain('must be one of http/protobuf, http/json (got "grpc")');
+    expect(
+      configError({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc',
+      }).variables,
+    ).toEqual(['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL']);
+    // Another signal's gRPC setting does not matter while traces are off.
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).telemetry.enabled).toBe(false);
+    expect(configError({ MORDN_OTEL_CAPTURE_CONTENT: 'sometimes' }).variables).toEqual(['MORDN_OTEL_CAPTURE_CONTENT']);
   });
 });

@@ -79,6 +79,8 @@ export interface SandboxConfig {
   cpus: number;
   /** A workspace sandbox idle this long is stopped (its files are kept). */
   idleSeconds: number;
+  /** How often sandbox memory and workspace disk are sampled for usage (`MORDN_USAGE_SAMPLE_SECONDS`). */
+  usageSampleSeconds: number;
   /** The longest lifetime a per-user MCP token may be minted with (60 s to 24 h). */
   tokenMaxSeconds: number;
   /** bwrap: sandboxes kept running over empty filesystems for new workspaces' first calls; 0 keeps none. */
@@ -151,6 +153,8 @@ export interface Config {
   downloadUrlTtlSeconds: number;
   /** Days a published file's download records are kept; 0 keeps them forever. */
   downloadAuditRetentionDays: number;
+  /** Days metered usage rows are kept (`MORDN_USAGE_RETENTION_DAYS`). */
+  usageRetentionDays: number;
   /** Peers whose `X-Forwarded-For` names the client in the download audit; empty trusts none. */
   trustedProxies: Cidr[];
   /** Operator upload policy: may only lower the built-in ceilings and narrow the types. */
@@ -178,8 +182,30 @@ export interface Config {
   requestIdleTimeoutMs: number;
   /** Text deltas of one part that follow the last one sent within this many ms travel as one (0: each alone). */
   chatCoalesceMs: number;
+  /** How long a resumable answer (`X-Chat-Resumable: 1`) keeps running after its last reader left. */
+  chatDetachedGraceMs: number;
+  /**
+   * How other replicas hear of an answer's new chunks and stop requests: `listen` (PostgreSQL
+   * `LISTEN/NOTIFY` on a dedicated connection) or `poll` (every 200 ms; for a pooler in
+   * transaction mode, which breaks `LISTEN`).
+   */
+  chatFanout: 'listen' | 'poll';
+  /** The bound of one answer's chunk log; past it, new readers are told it is too long to resume. */
+  chatResumeMaxBytes: number;
+  /** OpenTelemetry traces (see docs/tracing.md). */
+  telemetry: TelemetryConfig;
   /** Every secret value found in the configuration, so logs and outputs can scrub them. */
   secretValues: string[];
+}
+
+/** OpenTelemetry traces: on when an OTLP endpoint is set, by the standard variables. */
+export interface TelemetryConfig {
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (and `OTEL_SDK_DISABLED` is not true). */
+  enabled: boolean;
+  /** `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL` (default `http/protobuf`). */
+  protocol: 'http/protobuf' | 'http/json';
+  /** `MORDN_OTEL_CAPTURE_CONTENT`: spans carry prompts, tool arguments and results, commands. */
+  captureContent: boolean;
 }
 
 /** Raised for invalid configuration; its message names every offending variable. */
@@ -200,6 +226,8 @@ const SECRET_VARIABLES = [
   'MORDN_ADMIN_TOKEN',
   'MORDN_METRICS_TOKEN',
   'MORDN_SIGNING_SECRET',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
   'MORDN_MODEL_API_KEY',
   'OPENAI_API_KEY',
   'ANTHROPIC_API_KEY',
@@ -273,6 +301,7 @@ const EnvironmentSchema = z.object({
   MORDN_SIGNING_SECRET: optionalString,
   MORDN_DOWNLOAD_URL_TTL_SECONDS: integer(900, 60, 3600),
   MORDN_DOWNLOAD_AUDIT_RETENTION_DAYS: integer(90, 0, 3650),
+  MORDN_USAGE_RETENTION_DAYS: integer(400, 1, 3650),
   MORDN_TRUSTED_PROXIES: optionalString,
   MORDN_UPLOAD_MAX_BYTES: integer(DEFAULT_UPLOAD_MAX_BYTES, 1, DEFAULT_UPLOAD_MAX_BYTES),
   MORDN_MANAGED_UPLOAD_MAX_BYTES: integer(MANAGED_UPLOAD_MAX_BYTES, 1, MANAGED_UPLOAD_MAX_BYTES),
@@ -309,6 +338,7 @@ const EnvironmentSchema = z.object({
     return cpus;
   }),
   MORDN_SANDBOX_IDLE_SECONDS: integer(300, 10, 86_400),
+  MORDN_USAGE_SAMPLE_SECONDS: integer(60, 5, 3600),
   MORDN_SANDBOX_WARM_SANDBOXES: integer(2, 0, 64),
   MORDN_SANDBOX_TOKEN_MAX_SECONDS: integer(3600, 60, 86_400),
   MORDN_SANDBOX_EGRESS: choice(['off', 'on'], 'off'),
@@ -331,6 +361,15 @@ const EnvironmentSchema = z.object({
   // At most Node's 300 s whole-request timeout, which a request head must also fit within.
   MORDN_REQUEST_IDLE_TIMEOUT_MS: integer(30_000, 100, 300_000),
   MORDN_CHAT_COALESCE_MS: integer(10, 0, 1_000),
+  MORDN_CHAT_DETACHED_GRACE_SECONDS: integer(30, 0, 1_800),
+  MORDN_CHAT_FANOUT: choice(['listen', 'poll'], 'listen'),
+  MORDN_CHAT_RESUME_MAX_BYTES: integer(16 * 1024 ** 2, 64 * 1024, 256 * 1024 ** 2),
+  MORDN_OTEL_CAPTURE_CONTENT: booleanFlag(false),
+  OTEL_SDK_DISABLED: optionalString,
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString,
+  OTEL_EXPORTER_OTLP_PROTOCOL: optionalString,
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: optionalString,
 });
 
 type Environment = z.output<typeof EnvironmentSchema>;
@@ -458,6 +497,7 @@ function parseSandbox(environment: Environment, problems: Problem[]): SandboxCon
     tmpBytes: environment.MORDN_SANDBOX_TMP_BYTES,
     cpus: environment.MORDN_SANDBOX_CPUS,
     idleSeconds: environment.MORDN_SANDBOX_IDLE_SECONDS,
+    usageSampleSeconds: environment.MORDN_USAGE_SAMPLE_SECONDS,
     warmSandboxes: environment.MORDN_SANDBOX_WARM_SANDBOXES,
     tokenMaxSeconds: environment.MORDN_SANDBOX_TOKEN_MAX_SECONDS,
     workspaceMaxFiles: parseMaxFiles(environment, problems),
@@ -652,6 +692,7 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
     ...(parsed.MORDN_SIGNING_SECRET ? { signingSecret: parsed.MORDN_SIGNING_SECRET } : {}),
     downloadUrlTtlSeconds: parsed.MORDN_DOWNLOAD_URL_TTL_SECONDS,
     downloadAuditRetentionDays: parsed.MORDN_DOWNLOAD_AUDIT_RETENTION_DAYS,
+    usageRetentionDays: parsed.MORDN_USAGE_RETENTION_DAYS,
     trustedProxies: parseTrustedProxies(parsed.MORDN_TRUSTED_PROXIES, problems),
     uploads: {
       maxBytes: parsed.MORDN_UPLOAD_MAX_BYTES,
@@ -666,6 +707,10 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
     shutdownTimeoutMs: parsed.MORDN_SHUTDOWN_TIMEOUT_MS,
     requestIdleTimeoutMs: parsed.MORDN_REQUEST_IDLE_TIMEOUT_MS,
     chatCoalesceMs: parsed.MORDN_CHAT_COALESCE_MS,
+    chatDetachedGraceMs: parsed.MORDN_CHAT_DETACHED_GRACE_SECONDS * 1000,
+    chatFanout: parsed.MORDN_CHAT_FANOUT,
+    chatResumeMaxBytes: parsed.MORDN_CHAT_RESUME_MAX_BYTES,
+    telemetry: parseTelemetry(parsed, problems),
     secretValues: collectSecrets(environment, parsed.DATABASE_URL),
   };
   // A variable already refused on its own is not reported again by a rule that read its default.
@@ -673,6 +718,25 @@ export function loadConfig(environment: Record<string, string | undefined>, opti
   const allProblems = [...fieldProblems, ...problems.filter((problem) => !reported.has(problem.variable))];
   if (allProblems.length > 0) throw new ConfigError(allProblems);
   return config;
+}
+
+const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+
+/** Traces are on with an OTLP endpoint; the exporter's protocol must be one it speaks over HTTP. */
+function parseTelemetry(parsed: Environment, problems: Problem[]): TelemetryConfig {
+  const endpoint = parsed.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? parsed.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const enabled = endpoint !== undefined && parsed.OTEL_SDK_DISABLED?.toLowerCase() !== 'true';
+  const variable =
+    parsed.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL !== undefined
+      ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+      : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const value = parsed[variable] ?? 'http/protobuf';
+  let protocol: TelemetryConfig['protocol'] = 'http/protobuf';
+  if ((OTLP_PROTOCOLS as readonly string[]).includes(value)) protocol = value as TelemetryConfig['protocol'];
+  else if (enabled) {
+    problems.push({ variable, message: `must be one of ${OTLP_PROTOCOLS.join(', ')} (got "${value}")` });
+  }
+  return { enabled, protocol, captureContent: parsed.MORDN_OTEL_CAPTURE_CONTENT };
 }
 
 /**

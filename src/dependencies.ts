@@ -1,3 +1,5 @@
+import type { UserHash } from './auth/user-hash.js';
+import type { AnswerRuns } from './chat/answer-runs.js';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -6,6 +8,7 @@ import type { HttpMetrics } from './metrics.js';
 import type { ReadinessCheck } from './readiness.js';
 import type { SandboxRuntime } from './sandbox/sandbox-runtime.js';
 import type { FileStorage, LocalDownloads } from './storage/file-storage.js';
+import type { UsageRecorder } from './usage/usage-ledger.js';
 
 /**
  * Everything the HTTP app needs, built by `src/main.ts` (or by a test with temporary parts) and
@@ -28,6 +31,15 @@ export interface AppDependencies {
    * listens: the service's own chat reaches its sandbox endpoint through it, like any host would.
    */
   selfBaseUrl?: string;
+  /** This process's resumable answers, over the database's answer store. */
+  answers: AnswerRuns;
+  /**
+   * Metered usage, written to the database per tenant, agent, user and day, and the limits read
+   * from it; absent only where metering is turned off (a benchmark measuring its cost).
+   */
+  usage?: UsageRecorder;
+  /** The keyed hash of user ids (erased users' usage rows, traces). */
+  userHash: UserHash;
   /** Extra readiness checks besides the database (storage, sandbox backend). */
   readinessChecks?: ReadinessCheck[];
 }

@@ -30,10 +30,13 @@ export const ERROR_STATUS = {
   CONFLICT: 409,
   NO_DRAFT_CONFIG: 409,
   ACTIVE_KEYS: 409,
+  ANSWER_IN_PROGRESS: 409,
+  TURN_ALREADY_ANSWERED: 409,
   PAYLOAD_TOO_LARGE: 413,
   FILE_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
+  LIMIT_REACHED: 429,
   INTERNAL: 500,
   STORAGE_UNAVAILABLE: 503,
   DATABASE_UNAVAILABLE: 503,
@@ -57,7 +60,11 @@ export interface ServiceErrorOptions {
   errors?: FieldError[];
   /** Extra response headers, e.g. `Retry-After` or `WWW-Authenticate`. */
   headers?: Record<string, string>;
+  /** Extra members of the problem body that a client acts on, e.g. `assistantMessageId`. */
+  fields?: Readonly<Record<string, string | number | null>>;
   cause?: unknown;
+  /** A status other than the code's usual one (`LIMIT_REACHED` of storage is 413, not 429). */
+  status?: number;
 }
 
 /**
@@ -72,14 +79,16 @@ export class ServiceError extends Error {
   readonly status: number;
   readonly errors: FieldError[] | undefined;
   readonly headers: Record<string, string> | undefined;
+  readonly fields: Readonly<Record<string, string | number | null>> | undefined;
 
   constructor(code: ErrorCode, message: string, options: ServiceErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ServiceError';
     this.code = code;
-    this.status = ERROR_STATUS[code];
+    this.status = options.status ?? ERROR_STATUS[code];
     this.errors = options.errors;
     this.headers = options.headers;
+    this.fields = options.fields;
   }
 }
 

@@ -12,7 +12,9 @@ import { sweepEgressLog } from './sandbox/egress/egress-log.js';
 import { startRetentionSweeper } from './sandbox/retention.js';
 import { startServer } from './server.js';
 import { describeStartup } from './startup-report.js';
+import { startTracing } from './telemetry/start-tracing.js';
 import { removeOrphanedTemporaryFiles } from './temporary-files.js';
+import { sweepUsage } from './usage/usage-ledger.js';
 
 /**
  * Reads the configuration, or prints what is wrong (naming each variable) and exits with 1.
@@ -63,6 +65,9 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
   for (const repair of repairs) logger.warn(repair, 'made a data directory path private');
   const orphans = await removeOrphanedTemporaryFiles(temporaryDirectories(config.dataDir));
   if (orphans.length > 0) logger.warn({ files: orphans }, 'removed temporary files a stopped process left');
+  // Before anything that may trace: only `mordn serve` starts the SDK and its exporter.
+  const tracing = await startTracing(config.telemetry);
+  if (tracing) logger.info({ protocol: config.telemetry.protocol }, 'OpenTelemetry traces on');
   const deps = await composeDependencies(config, { logger, processMetrics: true });
   const app = createApp(deps);
   const stopSweeper = deps.sandbox
@@ -73,6 +78,8 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
         retentionDays: config.sandbox.retentionDays,
       })
     : undefined;
+  // Running sandboxes' memory and every workspace's disk, once per sampling interval.
+  const stopUsageSampler = deps.sandbox?.meter?.start();
   // Download records past their retention go hourly, whether or not files are downloaded.
   const stopAuditSweeper = runPeriodically(
     () => sweepDownloadAudit(deps.database.db, config.downloadAuditRetentionDays),
@@ -87,6 +94,12 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
         (error) => logger.error({ err: error }, 'egress log sweep failed'),
       )
     : undefined;
+  // Usage rows past their retention, hourly.
+  const stopUsageSweeper = runPeriodically(
+    () => sweepUsage(deps.database.db, config.usageRetentionDays),
+    60 * 60 * 1000,
+    (error) => logger.error({ err: error }, 'usage sweep failed'),
+  );
   // Console sessions that expired unattended: their preview users' data goes hourly too.
   const stopConsoleSweeper = config.adminToken
     ? runPeriodically(
@@ -129,9 +142,14 @@ export async function runService(environment: NodeJS.ProcessEnv = process.env): 
     stopAuditSweeper();
     stopEgressSweeper?.();
     stopConsoleSweeper?.();
+    stopUsageSweeper();
+    stopUsageSampler?.();
     try {
-      await server.close(config.shutdownTimeoutMs);
+      // Answers that run detached (no request holds them) get the same time as requests; then
+      // they are stored `failed` and their readers ended.
+      await Promise.all([server.close(config.shutdownTimeoutMs), deps.answers.drain(config.shutdownTimeoutMs)]);
       await deps.close();
+      await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'traces not flushed'));
       logger.info('shutdown complete');
     } catch (error) {
       logger.error({ err: error }, 'shutdown failed');

@@ -205,13 +205,19 @@ describe('erasing a user on local storage', () => {
     const bare = await erase(service, agent.agentId, 'alice');
     expect(bare.status).toBe(200);
     const one = { ...ZERO, workspaces: 1 };
-    expect(await readJson(bare)).toEqual({ dryRun: true, counts: one, remaining: one, status: 'partial' });
+    expect(await readJson(bare)).toEqual({
+      dryRun: true,
+      counts: one,
+      remaining: one,
+      status: 'partial',
+      usageRows: 5,
+    });
 
     const all = { workspaces: 1, egressDecisions: 0, uploads: 1, artifacts: 1, chats: 2 };
     const full = await readJson(
       await erase(service, agent.agentId, 'alice', { include: ['uploads', 'artifacts', 'chats'] }),
     );
-    expect(full).toEqual({ dryRun: true, counts: all, remaining: all, status: 'partial' });
+    expect(full).toEqual({ dryRun: true, counts: all, remaining: all, status: 'partial', usageRows: 5 });
 
     expect(await userRows(service, agent.agentId, 'alice')).toEqual(rows);
     expect(await workspaceDirectories(service)).toEqual(directories);
@@ -231,6 +237,7 @@ describe('erasing a user on local storage', () => {
       counts: { workspaces: 1, egressDecisions: 0, uploads: 1, artifacts: 1, chats: 0 },
       remaining: ZERO,
       status: 'complete',
+      usageRows: 5,
     });
 
     const after = await userRows(service, agent.agentId, 'alice');
@@ -253,10 +260,16 @@ describe('erasing a user on local storage', () => {
     const again = await readJson(
       await erase(service, agent.agentId, 'alice', { dryRun: false, include: ['uploads', 'artifacts'] }),
     );
-    expect(again).toEqual({ dryRun: false, counts: ZERO, remaining: ZERO, status: 'complete' });
+    expect(again).toEqual({ dryRun: false, counts: ZERO, remaining: ZERO, status: 'complete', usageRows: 0 });
 
     const chats = await readJson(await erase(service, agent.agentId, 'alice', { dryRun: false, include: ['chats'] }));
-    expect(chats).toEqual({ dryRun: false, counts: { ...ZERO, chats: 2 }, remaining: ZERO, status: 'complete' });
+    expect(chats).toEqual({
+      dryRun: false,
+      counts: { ...ZERO, chats: 2 },
+      remaining: ZERO,
+      status: 'complete',
+      usageRows: 0,
+    });
     expect((await userRows(service, agent.agentId, 'alice')).chats).toEqual([]);
     expect(await userRows(service, agent.agentId, 'bob')).toEqual(bobBefore);
   });
@@ -269,12 +282,32 @@ describe('erasing a user on local storage', () => {
       .values({ id: 'lease_running_call', workspace_id: id, expires_at: Date.now() + 60_000 })
       .execute();
     const busy = await readJson(await erase(service, agent.agentId, 'erin', { dryRun: false }));
-    expect(busy).toEqual({ dryRun: false, counts: ZERO, remaining: { ...ZERO, workspaces: 1 }, status: 'partial' });
+    expect(busy).toEqual({
+      dryRun: false,
+      counts: ZERO,
+      remaining: { ...ZERO, workspaces: 1 },
+      status: 'partial',
+      usageRows: 5,
+    });
     expect(await workspaceDirectories(service)).toContain(id);
 
     await service.database.db.deleteFrom('workspace_leases').where('id', '=', 'lease_running_call').execute();
     const retried = await readJson(await erase(service, agent.agentId, 'erin', { dryRun: false }));
-    expect(retried).toEqual({ dryRun: false, counts: { ...ZERO, workspaces: 1 }, remaining: ZERO, status: 'complete' });
+    // Removing the workspace bills its sandbox's last reading (if it used anything since), which
+    // erasure then keeps under the keyed hash like the rest.
+    expect(retried).toEqual({
+      dryRun: false,
+      counts: { ...ZERO, workspaces: 1 },
+      remaining: ZERO,
+      status: 'complete',
+      usageRows: expect.any(Number),
+    });
+    const named = await service.database.db
+      .selectFrom('usage_daily')
+      .select('user_id')
+      .where('user_id', '=', 'erin')
+      .execute();
+    expect(named).toEqual([]);
     expect(await workspaceDirectories(service)).not.toContain(id);
   });
 
@@ -285,6 +318,7 @@ describe('erasing a user on local storage', () => {
       counts: ZERO,
       remaining: ZERO,
       status: 'complete',
+      usageRows: 0,
     });
   });
 });
@@ -316,6 +350,7 @@ describe('erasing a workspace while sandboxes are off', () => {
       counts: ZERO,
       remaining: { ...ZERO, workspaces: 1 },
       status: 'partial',
+      usageRows: 0,
     });
     expect(await workspaceId(service, agent.agentId, 'carol')).toBe('ws_00000000000000000000000a');
   });
@@ -354,6 +389,7 @@ describe('erasing while storage fails', () => {
       counts: { workspaces: 1, egressDecisions: 0, uploads: 0, artifacts: 0, chats: 2 },
       remaining: { workspaces: 0, egressDecisions: 0, uploads: 1, artifacts: 1, chats: 0 },
       status: 'partial',
+      usageRows: 5,
     });
     const kept = await service.database.db
       .selectFrom('stored_files')
@@ -371,6 +407,7 @@ describe('erasing while storage fails', () => {
       counts: { workspaces: 0, egressDecisions: 0, uploads: 1, artifacts: 1, chats: 0 },
       remaining: ZERO,
       status: 'complete',
+      usageRows: 0,
     });
     expect(await bucketKeys(s3)).toEqual([]);
   });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../src/app.js';
 import { packageRoot } from '../src/package-root.js';
 import { describeAgentAuth } from './support/agent-auth-suite.js';
+import { workspaceRowsWithoutMeter } from './support/database.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { INITIALIZE, toolCall } from './support/mcp.js';
 import { MODERN_ERA } from './support/mcp-eras.js';
@@ -26,9 +27,9 @@ const MCP_CHALLENGE = (at: TestService) => `Bearer resource_metadata="${at.url}/
 const chatRows = () =>
   service.database.db.selectFrom('chats').selectAll().orderBy('user_id').orderBy('chat_id').execute();
 
-/** Everything a tool call could leave behind: workspaces, their leases, rate windows. */
+/** Everything a tool call could leave behind: workspaces (less the metering's bookkeeping), their leases, rate windows. */
 const sandboxRows = async () => [
-  await service.database.db.selectFrom('workspaces').selectAll().orderBy('id').execute(),
+  await workspaceRowsWithoutMeter(service.database),
   await service.database.db.selectFrom('workspace_leases').selectAll().execute(),
   await service.database.db.selectFrom('rate_limit_windows').selectAll().execute(),
 ];
@@ -74,6 +75,17 @@ describeAgentAuth(
 describeAgentAuth({ method: 'GET', path: `/v1/chats/${HISTORY_CHAT}`, permission: 'read' }, context);
 
 describeAgentAuth({ method: 'GET', path: `/v1/chat/${HISTORY_CHAT}/stream`, permission: 'read' }, context);
+
+/** A refused stop leaves the chats and their answers as they were. */
+const chatAndAnswerRows = async () => [
+  await chatRows(),
+  await service.database.db.selectFrom('chat_answers').selectAll().orderBy('answer_id').execute(),
+];
+
+describeAgentAuth(
+  { method: 'POST', path: `/v1/chat/${HISTORY_CHAT}/stop`, permission: 'write', effects: chatAndAnswerRows },
+  context,
+);
 
 describeAgentAuth(
   { method: 'DELETE', path: `/v1/chats/${DELETED_CHAT}`, permission: 'write', effects: chatRows },

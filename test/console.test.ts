@@ -244,7 +244,8 @@ describe('console sessions', () => {
 function previewScript(request: ChatCompletionRequest): ModelTurn {
   const toolResults = request.messages.filter((message) => message.role === 'tool');
   if (toolResults.length === 0) {
-    return { toolCalls: [{ name: 'sandbox_exec', arguments: { command: `echo ${CANARY}; id -un` } }] };
+    // Its first line shows live before the command ends: progress runs through the in-process transport too.
+    return { toolCalls: [{ name: 'sandbox_exec', arguments: { command: `echo ${CANARY}; sleep 0.6; id -un` } }] };
   }
   return { text: 'The draft ran it.' };
 }
@@ -339,8 +340,13 @@ describe('the console preview chat', () => {
     );
     expect(after.status).toBe(200);
     const chunks = await readUiChunks(after);
-    const output = chunks.find((chunk) => chunk.type === 'tool-output-available');
-    expect(JSON.stringify(output)).toContain(CANARY);
+    const outputs = chunks.filter((chunk) => chunk.type === 'tool-output-available');
+    expect(outputs.at(-1)?.preliminary).toBeUndefined();
+    expect(JSON.stringify(outputs.at(-1))).toContain(CANARY);
+    expect(outputs[0]).toMatchObject({
+      preliminary: true,
+      output: { output: [{ stream: 'stdout', text: `${CANARY}\n` }] },
+    });
     expect(chunks.some((chunk) => chunk.type === 'text-delta' && chunk.delta.includes('The draft ran it.'))).toBe(true);
     // The model was given the draft's instructions, not the published ones.
     const system = JSON.stringify(model.requests.at(-1)?.messages.filter((message) => message.role === 'system'));
@@ -405,6 +411,7 @@ describe('the console preview chat', () => {
       storage: service.deps.storage,
       backend: service.deps.sandbox?.backend,
       logger: service.deps.logger,
+      userHash: service.deps.userHash,
     });
     expect(ended).toBe(1);
     expect(await workspacesOf()).toEqual([]);

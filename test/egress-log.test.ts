@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/database.js';
 import { createEgressLog, sweepEgressLog } from '../src/sandbox/egress/egress-log.js';
-import { addEgressBytes, egressBytesOfDay, utcDay } from '../src/sandbox/egress/egress-usage.js';
+import { addEgressBytes, egressBytesOfDay } from '../src/sandbox/egress/egress-usage.js';
+import { utcDay } from '../src/utc-days.js';
 import { createTestDatabase, type TestDatabaseTarget } from './support/database.js';
 
 const DAY = 24 * 60 * 60 * 1000;

@@ -9,6 +9,7 @@ import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { startTestService, type TestService } from './support/service.js';
 import { serviceChatStorage } from './support/service-chat-storage.js';
 import { toolCallingModel } from './support/tool-calling-model.js';
+import { finalValue } from './support/tool-execution.js';
 import { chatBody, readUiChunks } from './support/ui-stream.js';
 
 /**
@@ -172,9 +173,11 @@ describe('MCP protocol negotiation', () => {
     });
     try {
       expect(Object.keys(built.tools)).toHaveLength(6);
-      const result = (await built.tools.sandbox_exec?.execute?.(
-        { command: 'echo negotiated' },
-        { toolCallId: 'exec', messages: [], abortSignal: new AbortController().signal },
+      const result = (await finalValue(
+        built.tools.sandbox_exec?.execute?.(
+          { command: 'echo negotiated' },
+          { toolCallId: 'exec', messages: [], abortSignal: new AbortController().signal },
+        ),
       )) as { isError?: boolean; content: Array<{ text?: string }> };
       expect(result.isError).not.toBe(true);
       expect(JSON.stringify(result.content)).toContain('negotiated');

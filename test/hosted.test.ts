@@ -12,6 +12,7 @@ import { servedRequests } from './support/metrics.js';
 import { startScriptedChatService } from './support/scripted-chat-service.js';
 import type { ModelTurn, ScriptedModelServer } from './support/scripted-model-server.js';
 import { startTestService, type TestService } from './support/service.js';
+import { finalValue } from './support/tool-execution.js';
 import { chatBody, readUiChunks } from './support/ui-stream.js';
 
 const ENABLED: AgentConfig = { schemaVersion: 1, runtime: { sandbox: { enabled: true } } };
@@ -101,7 +102,7 @@ describe('createHostedSandboxes', () => {
           size: 1,
         },
       });
-      await built.tools.sandbox_exec?.execute?.({ command: `echo '${fake}'` }, options('call-exec'));
+      await finalValue(built.tools.sandbox_exec?.execute?.({ command: `echo '${fake}'` }, options('call-exec')));
       await built.tools.sandbox_write_file?.execute?.({ path: 'out.md', content: '# Report\n' }, options('call-write'));
       expect(carriers).toEqual([]);
       await built.tools.sandbox_publish_file?.execute?.(
@@ -140,8 +141,8 @@ describe('createHostedSandboxes', () => {
       });
       try {
         const options = { toolCallId: 't', messages: [], abortSignal: new AbortController().signal };
-        await built.tools.sandbox_exec?.execute?.({ command: 'true' }, options);
-        await expect(built.tools.sandbox_exec?.execute?.({ command: 'true' }, options)).rejects.toThrow();
+        await finalValue(built.tools.sandbox_exec?.execute?.({ command: 'true' }, options));
+        await expect(finalValue(built.tools.sandbox_exec?.execute?.({ command: 'true' }, options))).rejects.toThrow();
       } finally {
         await built.close();
       }

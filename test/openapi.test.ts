@@ -93,7 +93,7 @@ describe('OpenAPI document', () => {
     }
     expect(schemas.DynamicToolUIPart.required).toContain('toolName');
     const interrupted = resolve(message.properties.metadata).properties.mordn.properties.interrupted;
-    expect(interrupted.properties.reason.enum).toEqual(['stop', 'disconnect', 'timeout']);
+    expect(interrupted.properties.reason.enum).toEqual(['stop', 'disconnect', 'timeout', 'failed']);
   });
 
   it('documents the 405 that GET and DELETE /v1/sandbox/mcp answer, as they answer it', async () => {

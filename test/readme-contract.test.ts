@@ -87,6 +87,8 @@ const BLOCKS: Array<[page: string, firstLine: string, treatment: Treatment]> = [
     run,
   ],
   ['docs/admin.md', OPERATE_FIRST_LINE, run],
+  ['docs/usage.md', `curl -s "\${ADMIN[@]}" "$BASE/v1/admin/usage?tenantId=$TENANT&groupBy=day"`, run],
+  ['docs/usage.md', `curl -s -X PUT "\${ADMIN[@]}" $BASE/v1/admin/tenants/$TENANT/limits \\`, run],
   ['docs/uploads.md', `curl -s $BASE/v1/bootstrap -H "Authorization: Bearer $KEY" -H 'X-Chat-User: user-123'`, run],
   [
     'docs/uploads.md',
@@ -300,6 +302,7 @@ describe.skipIf(MISSING_TOOLS.length > 0)('documentation shell blocks, run as wr
     const runs = blocksTreated('run');
     expect(runs.map((found) => found.page)).toEqual([
       ...Array(6).fill('docs/admin.md'),
+      ...Array(2).fill('docs/usage.md'),
       'docs/uploads.md',
       ...Array(3).fill('docs/sandboxes.md'),
       'docs/chat.md',
@@ -327,11 +330,22 @@ describe.skipIf(MISSING_TOOLS.length > 0)('documentation shell blocks, run as wr
     const erase = printed.find((object) => object.dryRun === true);
     expect(erase.counts).toEqual(JSON.parse(/"counts":(\{[^}]*\})/.exec(operate)?.[1] ?? 'null'));
     expect(erase.status).toBe(/"status":"(complete|partial)"/.exec(operate)?.[1]);
+    expect(erase.usageRows).toBe(Number(/"usageRows":(\d+)/.exec(operate)?.[1]));
     const audit = printed.find((object) => String(object.items?.[0]?.id).startsWith('aud_')).items[0];
     expect(audit).toMatchObject({ method: 'POST', status: 200, outcome: 'ok', target: { userId: 'user-123' } });
     expect(operate).toContain(`"method":"${audit.method}"`);
     expect(operate).toContain(`"route":"${audit.route}"`);
     expect(operate).toContain(`"target":{"agentId":"agt_…","userId":"user-123"}`);
+
+    // Usage: the walkthrough's tenant by day (nothing metered yet), then its limits as set.
+    const usageAnswer = printed.find((object) => Array.isArray(object.items) && object.items.length === 0);
+    expect(usageAnswer).toEqual({ items: [], nextCursor: null });
+    expect(printed).toContainEqual({
+      tokensPerDay: 200000,
+      tokensPerMonth: 4000000,
+      sandboxCpuSecondsPerDay: 3600,
+      storageBytes: 1073741824,
+    });
 
     // Uploads: the bootstrap answer as shown, the PNG stored, re-signed and deleted.
     const uploads = runs.find((found) => found.page === 'docs/uploads.md')?.text ?? '';

@@ -6,14 +6,14 @@ import { createTestDatabaseTarget, type TestDatabaseTarget } from './support/dat
 import { type Json, readJson } from './support/json.js';
 import { callTool, connectSdkClient, rawMcp, toolCall } from './support/mcp.js';
 import { awayFromWindowEdge } from './support/rate-window.js';
-import { type ServiceReplica, startReplica } from './support/replica.js';
+import { replicaAdmin, type ServiceReplica, startReplica } from './support/replica.js';
 import {
   s3CredentialsEnvironment,
   s3StorageEnvironment,
   startS3Server,
   type TestS3Server,
 } from './support/s3-server.js';
-import { adminRequest, agentHeaders, TEST_ADMIN_TOKEN } from './support/service.js';
+import { agentHeaders, TEST_ADMIN_TOKEN } from './support/service.js';
 import { upload } from './support/upload.js';
 
 /**
@@ -35,20 +35,16 @@ let key: string;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function admin(replica: ServiceReplica, method: string, route: string, body?: unknown): Promise<Json> {
-  const response = await replica.fetch(route, adminRequest(method, body));
-  expect(response.status, `${method} ${route}`).toBeLessThan(300);
-  return readJson(response);
-}
-
 /** A tenant with one agent and a read+write key, created through `first`, configured through `second`. */
 async function createAgent(first: ServiceReplica, second: ServiceReplica, config?: unknown) {
-  const tenant = await admin(first, 'POST', '/v1/admin/tenants', { name: 'Replicated' });
-  const agent = await admin(second, 'POST', `/v1/admin/tenants/${tenant.id}/agents`, { name: 'Agent' });
-  const issued = await admin(first, 'POST', `/v1/admin/agents/${agent.id}/keys`, { permissions: ['read', 'write'] });
+  const tenant = await replicaAdmin(first, 'POST', '/v1/admin/tenants', { name: 'Replicated' });
+  const agent = await replicaAdmin(second, 'POST', `/v1/admin/tenants/${tenant.id}/agents`, { name: 'Agent' });
+  const issued = await replicaAdmin(first, 'POST', `/v1/admin/agents/${agent.id}/keys`, {
+    permissions: ['read', 'write'],
+  });
   if (config !== undefined) {
-    await admin(second, 'PUT', `/v1/admin/agents/${agent.id}/config`, config);
-    await admin(first, 'POST', `/v1/admin/agents/${agent.id}/config/publish`);
+    await replicaAdmin(second, 'PUT', `/v1/admin/agents/${agent.id}/config`, config);
+    await replicaAdmin(first, 'POST', `/v1/admin/agents/${agent.id}/config/publish`);
   }
   return { agentId: String(agent.id), key: String(issued.key) };
 }
@@ -271,11 +267,11 @@ describe('two replicas sharing PostgreSQL, S3 and the workspaces directory', () 
 
     // An agent with only a draft: closed on both; published through B, open on both at once.
     const drafted = await createAgent(a, b);
-    await admin(a, 'PUT', `/v1/admin/agents/${drafted.agentId}/config`, ENABLED);
+    await replicaAdmin(a, 'PUT', `/v1/admin/agents/${drafted.agentId}/config`, ENABLED);
     for (const replica of [a, b]) {
       expect(await status(replica, drafted.key, 'stella')).toStrictEqual({ enabled: false, available: false });
     }
-    await admin(b, 'POST', `/v1/admin/agents/${drafted.agentId}/config/publish`);
+    await replicaAdmin(b, 'POST', `/v1/admin/agents/${drafted.agentId}/config/publish`);
     for (const replica of [a, b]) {
       expect(await status(replica, drafted.key, 'stella')).toStrictEqual({ enabled: true, available: true });
     }

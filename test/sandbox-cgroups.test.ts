@@ -14,6 +14,13 @@ const LIMITS: CgroupLimits = { memoryBytes: 256 * MIB, cpus: 1, processes: 64 };
 /** Creating cgroups needs root; this suite proves the v1 code on a host that has v1. */
 const available = process.getuid?.() === 0 && existsSync('/sys/fs/cgroup/memory');
 
+/** Whether cpuacct is a v1 hierarchy of its own here rather than co-mounted as `cpu,cpuacct`. */
+const cpuacctSeparate =
+  available &&
+  readFileSync('/proc/self/cgroup', 'utf8')
+    .split('\n')
+    .some((line) => line.split(':')[1] === 'cpuacct');
+
 /** A process started inside a cgroup: it waits on stdin until `release`, so it is inside before it does anything. */
 interface HeldProcess {
   child: ChildProcessWithoutNullStreams;
@@ -74,9 +81,10 @@ describe.skipIf(!available)('workspace cgroups on this host (cgroup v1)', () => 
     return { child, release: () => child.stdin.end('go\n'), exited, stderr: () => stderr };
   }
 
-  it('uses cgroup v1 below our own cgroup in memory, cpu and pids', () => {
+  it('uses cgroup v1 below our own cgroup in memory, cpu, pids and cpuacct', () => {
     expect(hierarchy.version).toBe(1);
-    expect(hierarchy.directories).toHaveLength(3);
+    // cpuacct has a directory of its own unless it is co-mounted with cpu (`cpu,cpuacct`).
+    expect(hierarchy.directories).toHaveLength(cpuacctSeparate ? 4 : 3);
     for (const directory of hierarchy.directories) expect(directory).toMatch(/^\/sys\/fs\/cgroup\/.+\/mordn$/);
   });
 
@@ -84,11 +92,28 @@ describe.skipIf(!available)('workspace cgroups on this host (cgroup v1)', () => 
     const cgroup = await createCgroup('add', {});
     const held = await startHeld(cgroup, 'exit 0');
     const lines = readFileSync(`/proc/${held.child.pid}/cgroup`, 'utf8').split('\n');
-    for (const controller of ['memory', 'cpu', 'pids']) {
+    for (const controller of ['memory', 'cpu', 'pids', 'cpuacct']) {
       const line = lines.find((candidate) => candidate.split(':')[1]?.split(',').includes(controller));
       expect(line, controller).toMatch(new RegExp(`/mordn/${cgroup.name}$`));
     }
     expect(await cgroup.members()).toEqual([held.child.pid]);
+  });
+
+  it('counts the CPU time of every process that was inside, exited ones included', async () => {
+    const cgroup = await createCgroup('cpu', {});
+    const before = await cgroup.resources();
+    expect(before.cpuSeconds).toBe(0);
+    const held = await startHeld(
+      cgroup,
+      `${python} -c "import time\nt=time.process_time()\nwhile time.process_time()-t<0.5: pass"`,
+    );
+    held.release();
+    expect(await held.exited).toEqual({ code: 0, signal: null });
+    const after = await cgroup.resources();
+    expect(after.instance).toBe(before.instance);
+    expect(after.cpuSeconds).toBeGreaterThanOrEqual(0.5);
+    expect(after.cpuSeconds).toBeLessThan(1);
+    expect(after.memoryBytes).toBeGreaterThanOrEqual(0);
   });
 
   it('raises and lowers the memory limit with RAM+swap kept equal', async () => {

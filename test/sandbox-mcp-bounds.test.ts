@@ -7,6 +7,7 @@ import { type Json, readJson } from './support/json.js';
 import { rawMcp, toolCall } from './support/mcp.js';
 import { type EraRequest, MCP_ERAS, MODERN_ERA } from './support/mcp-eras.js';
 import { startTestService, type TestService } from './support/service.js';
+import { finalValue } from './support/tool-execution.js';
 
 const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
 const MIB = 1024 * 1024;
@@ -170,11 +171,13 @@ describe.each(['default', 'lowered'] as const)('tool responses on the wire (%s o
     });
     try {
       for (const [label, tool, args] of CASES) {
-        const result = (await built.tools[tool]?.execute?.(args, {
-          toolCallId: label,
-          messages: [],
-          abortSignal: new AbortController().signal,
-        })) as Json;
+        const result = (await finalValue(
+          built.tools[tool]?.execute?.(args, {
+            toolCallId: label,
+            messages: [],
+            abortSignal: new AbortController().signal,
+          }),
+        )) as Json;
         expect(result.isError === true, label).toBe(false);
         expectTruncated(tool, JSON.parse(result.content[0].text));
       }

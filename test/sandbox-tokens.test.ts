@@ -8,11 +8,13 @@ import { createHostedSandboxes } from '../src/hosted/create-hosted-sandboxes.js'
 import { mintSandboxToken, SandboxTokenError } from '../src/hosted/mint-sandbox-token.js';
 import { createLogger } from '../src/logger.js';
 import { describeAgentAuth } from './support/agent-auth-suite.js';
+import { workspaceRowsWithoutMeter } from './support/database.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { type Json, readJson } from './support/json.js';
 import { SANDBOX_TOOLS } from './support/mcp.js';
 import { type EraRequest, MCP_ERAS } from './support/mcp-eras.js';
 import { adminRequest, agentHeaders, startTestService, type TestService } from './support/service.js';
+import { finalValue } from './support/tool-execution.js';
 import { upload } from './support/upload.js';
 
 const ENABLED = { schemaVersion: 1 as const, runtime: { sandbox: { enabled: true } } };
@@ -81,7 +83,7 @@ async function workspacesOf(userId: string) {
 async function sandboxEffects() {
   const { db } = service.database;
   return [
-    await db.selectFrom('workspaces').selectAll().orderBy('id').execute(),
+    await workspaceRowsWithoutMeter(service.database),
     await db.selectFrom('workspace_leases').selectAll().orderBy('id').execute(),
     await db.selectFrom('rate_limit_windows').selectAll().orderBy('key').execute(),
   ];
@@ -576,7 +578,9 @@ describe('hosted helpers', () => {
     try {
       expect(Object.keys(first.tools).sort()).toEqual([...SANDBOX_TOOLS].sort());
       expect(
-        JSON.stringify(await first.tools.sandbox_exec?.execute?.({ command: 'echo via-token' }, callOptions)),
+        JSON.stringify(
+          await finalValue(first.tools.sandbox_exec?.execute?.({ command: 'echo via-token' }, callOptions)),
+        ),
       ).toContain('via-token');
     } finally {
       await first.close();
@@ -595,7 +599,9 @@ describe('hosted helpers', () => {
         headers: agentHeaders(fixture.key, userId),
       });
       expect(revoked.status).toBe(204);
-      await expect(third.tools.sandbox_exec?.execute?.({ command: 'echo after' }, callOptions)).rejects.toThrow();
+      await expect(
+        finalValue(third.tools.sandbox_exec?.execute?.({ command: 'echo after' }, callOptions)),
+      ).rejects.toThrow();
     } finally {
       await third.close();
     }

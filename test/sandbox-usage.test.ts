@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/package-root.js';
 import { ensureWorkspaceRecord } from '../src/sandbox/workspaces.js';
+import { workspaceRowsWithoutMeter } from './support/database.js';
 import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import type { Json } from './support/json.js';
 import { type EraClient, LEGACY_ERA, MCP_ERAS, MODERN_ERA } from './support/mcp-eras.js';
@@ -81,7 +82,7 @@ async function workspaceRow(service: TestService, fixture: AgentFixture, userId:
 }
 
 async function workspaceRows(service: TestService): Promise<unknown[]> {
-  return service.database.db.selectFrom('workspaces').selectAll().orderBy('id').execute();
+  return workspaceRowsWithoutMeter(service.database);
 }
 
 async function usageOf(service: TestService, key: string, userId: string): Promise<{ status: number; body: Json }> {

@@ -89,13 +89,27 @@ const SERVICE_ONLY = [
   'src/server.ts',
   'src/main.ts',
   'src/cli.ts',
+  'src/telemetry/start-tracing.ts',
   'src/http/app-env.ts',
   'src/db/',
   'src/storage/',
   'src/uploads/',
   'routes/',
 ];
-const SERVICE_PACKAGES = ['@hono/node-server', '@hono/zod-openapi', 'kysely', 'better-sqlite3', 'pg', 'pino', 'busboy'];
+const SERVICE_PACKAGES = [
+  '@hono/node-server',
+  '@hono/zod-openapi',
+  'kysely',
+  'better-sqlite3',
+  'pg',
+  'pino',
+  'busboy',
+  // Only `mordn serve` starts the OpenTelemetry SDK; hosts' code traces through `@opentelemetry/api` alone.
+  '@opentelemetry/sdk-trace-node',
+  '@opentelemetry/resources',
+  '@opentelemetry/exporter-trace-otlp-proto',
+  '@opentelemetry/exporter-trace-otlp-http',
+];
 
 /** The source file of a package `exports` target (`./dist/src/exports/server.js` → `src/exports/server.ts`). */
 function entrySource(target: string): string {

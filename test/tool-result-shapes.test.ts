@@ -7,6 +7,7 @@ import { hostedContext } from './support/chat-context.js';
 import type { AgentFixture } from './support/fixtures.js';
 import { startScriptedChatService } from './support/scripted-chat-service.js';
 import type { TestService } from './support/service.js';
+import { finalValue } from './support/tool-execution.js';
 
 /**
  * The two shapes of a sandbox tool's result, as they reach a host and the React component: a small
@@ -48,7 +49,9 @@ describe('sandbox tool results in both shapes', () => {
     });
     const options = (toolCallId: string) => ({ toolCallId, messages: [], abortSignal: new AbortController().signal });
     try {
-      const small = (await built.tools.sandbox_exec?.execute?.({ command: 'echo hello' }, options('small'))) as {
+      const small = (await finalValue(
+        built.tools.sandbox_exec?.execute?.({ command: 'echo hello' }, options('small')),
+      )) as {
         structuredContent?: unknown;
         content: Array<{ type: string; text: string }>;
       };
@@ -58,9 +61,11 @@ describe('sandbox tool results in both shapes', () => {
       expect(toolOutputTruncated(finished('sandbox_exec', small))).toBe(false);
 
       // Control bytes escape to six characters each, twice over in the text: far past the limit.
-      const binary = (await built.tools.sandbox_exec?.execute?.(
-        { command: 'head -c 300000 /dev/zero; head -c 300000 /dev/urandom' },
-        options('binary'),
+      const binary = (await finalValue(
+        built.tools.sandbox_exec?.execute?.(
+          { command: 'head -c 300000 /dev/zero; head -c 300000 /dev/urandom' },
+          options('binary'),
+        ),
       )) as { structuredContent?: unknown; content: Array<{ type: string; text: string }>; isError?: boolean };
       expect(binary.isError).not.toBe(true);
       expect(binary.structuredContent).toBeUndefined();

@@ -33,7 +33,9 @@ export async function serveBenchService(route: (service: BenchService) => Fetch 
   const dataDir = await mkdtemp(path.join(tmpdir(), 'mordn-bench-'));
   const config = loadConfig({ ...process.env, MORDN_DATA_DIR: dataDir, PORT: '0' });
   const logger = createLogger({ level: config.logLevel, secrets: config.secretValues });
-  const deps = await composeDependencies(config, { logger, processMetrics: true });
+  // BENCH_METERING=off measures the service without usage metering and limits (their cost).
+  const metering = process.env.BENCH_METERING !== 'off';
+  const deps = await composeDependencies(config, { logger, processMetrics: true, metering });
   const fetch = route({ config, deps, dataDir, fetch: createApp(deps).fetch });
   const server = await startServer({ fetch, host: '127.0.0.1', port: 0 });
   deps.selfBaseUrl = server.loopbackUrl;

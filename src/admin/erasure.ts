@@ -1,9 +1,13 @@
 import type { Kysely } from 'kysely';
+import type { UserHash } from '../auth/user-hash.js';
+import type { AnswerRuns } from '../chat/answer-runs.js';
+import { agentSpace } from '../chat/database-answer-store.js';
 import type { DatabaseSchema } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import type { SandboxBackend } from '../sandbox/backend.js';
 import type { FileStorage } from '../storage/file-storage.js';
 import { deleteStoredFileRecord, type FileOwner } from '../uploads/file-registry.js';
+import { countUsageRows, pseudonymiseUsage } from '../usage/usage-erasure.js';
 
 type Db = Kysely<DatabaseSchema>;
 
@@ -30,6 +34,11 @@ export interface ErasureReport {
   remaining: ErasureCounts;
   /** `complete` when nothing remains; `partial` when a step failed (or, dry run, when there is data). */
   status: 'complete' | 'partial';
+  /**
+   * Usage rows that named the user (or, dry run, name them now): erasure keeps them, with the user
+   * id replaced by its keyed hash (`erased:<hash>`), so the tenant's sums stay true.
+   */
+  usageRows: number;
 }
 
 export interface ErasureDependencies {
@@ -38,6 +47,12 @@ export interface ErasureDependencies {
   /** The sandbox backend, when the operator enabled sandboxes; without it workspaces cannot be removed. */
   backend?: SandboxBackend | undefined;
   logger: Logger;
+  /** The process's resumable answers: a user's running answers stop, and their logs go, first. */
+  answers?: AnswerRuns | undefined;
+  /** The keyed hash that replaces the user id in usage rows. */
+  userHash: UserHash;
+  /** This process's usage writes, finished before the rows are counted or replaced. */
+  usage?: { flush(): Promise<void> } | undefined;
 }
 
 /**
@@ -48,8 +63,11 @@ export interface ErasureSources {
   database: { db: Db };
   storage: FileStorage;
   /** The managed-sandbox runtime, present when the operator enabled sandboxes. */
-  sandbox?: { backend: SandboxBackend } | undefined;
+  sandbox?: { backend: SandboxBackend; meter?: { flush(): Promise<void> } | undefined } | undefined;
   logger: Logger;
+  answers?: AnswerRuns | undefined;
+  userHash: UserHash;
+  usage?: { flush(): Promise<void> } | undefined;
 }
 
 /**
@@ -60,7 +78,21 @@ export interface ErasureSources {
  * const report = await eraseUserData(erasureDependencies(deps), owner, { dryRun: true, include: ['chats'] });
  */
 export function erasureDependencies(deps: ErasureSources): ErasureDependencies {
-  return { db: deps.database.db, storage: deps.storage, backend: deps.sandbox?.backend, logger: deps.logger };
+  return {
+    db: deps.database.db,
+    storage: deps.storage,
+    backend: deps.sandbox?.backend,
+    logger: deps.logger,
+    answers: deps.answers,
+    userHash: deps.userHash,
+    // Sandbox readings in flight become usage writes: both are finished before rows are replaced.
+    usage: {
+      flush: async () => {
+        await deps.sandbox?.meter?.flush();
+        await deps.usage?.flush();
+      },
+    },
+  };
 }
 
 export interface ErasureOptions {
@@ -271,10 +303,22 @@ export async function eraseUserData(
   options: ErasureOptions,
 ): Promise<ErasureReport> {
   const include = options.include;
+  await deps.usage?.flush();
   if (options.dryRun) {
     const found = await measureUserData(deps.db, owner, include);
-    return { dryRun: true, counts: found, remaining: found, status: isEmpty(found) ? 'complete' : 'partial' };
+    const usageRows = await countUsageRows(deps.db, owner);
+    return {
+      dryRun: true,
+      counts: found,
+      remaining: found,
+      status: isEmpty(found) ? 'complete' : 'partial',
+      usageRows,
+    };
   }
+  // Nothing of the user's keeps running into what is being erased; their answer logs go with it.
+  const answers = { space: agentSpace(owner), userId: owner.userId };
+  await deps.answers?.stop(answers, { wait: true });
+  await deps.answers?.store.forget(answers);
   const counts: ErasureCounts = {
     workspaces: await eraseWorkspace(deps, owner),
     egressDecisions: await eraseEgressDecisions(deps.db, owner),
@@ -283,8 +327,11 @@ export async function eraseUserData(
     chats: include.includes('chats') ? await eraseChats(deps.db, owner) : 0,
   };
   if (include.includes('artifacts')) await eraseOrphanedDownloads(deps.db, owner);
+  // The workspace's last sandbox reading, billed as it was removed, is among the rows replaced.
+  await deps.usage?.flush();
+  const usageRows = await pseudonymiseUsage(deps.db, owner, deps.userHash(owner.userId));
   const remaining = await measureUserData(deps.db, owner, include);
-  return { dryRun: false, counts, remaining, status: isEmpty(remaining) ? 'complete' : 'partial' };
+  return { dryRun: false, counts, remaining, status: isEmpty(remaining) ? 'complete' : 'partial', usageRows };
 }
 
 /** Whether nothing is counted. */

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DatabaseSchema } from '../db/schema.js';
 import { ServiceError } from '../errors.js';
+import { deleteLimits } from '../usage/limits.js';
 import { ERASABLE_KINDS, type ErasureCounts, type ErasureDependencies, eraseUserData, isEmpty } from './erasure.js';
 
 type Db = Kysely<DatabaseSchema>;
@@ -132,6 +133,8 @@ async function eraseAgent(deps: ErasureDependencies, agent: AgentRef): Promise<v
         .where('agent_id', '=', agent.id)
         .execute();
     }
+    // Its limits go; its metered usage stays until retention (what it cost is still true).
+    await deleteLimits(transaction, 'agent', agent.id);
     await transaction.deleteFrom('agents').where('id', '=', agent.id).execute();
   });
 }
@@ -185,6 +188,7 @@ export async function deleteTenant(deps: ErasureDependencies, tenantId: string, 
       .executeTakeFirst();
     if (late)
       throw new ServiceError('CONFLICT', 'An agent was created in the tenant while it was deleted; repeat the delete.');
+    await deleteLimits(transaction, 'tenant', tenantId);
     await transaction.deleteFrom('tenants').where('id', '=', tenantId).execute();
   });
 }

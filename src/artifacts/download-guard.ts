@@ -4,6 +4,7 @@ import type { DatabaseSchema } from '../db/schema.js';
 import { ServiceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { HttpMetrics } from '../metrics.js';
+import type { UsageSink } from '../usage/usage-types.js';
 import { findArtifactOwner } from './artifacts.js';
 import { recordDownload, sweepDownloadAudit } from './download-audit.js';
 import { createClientAddressResolver } from './trusted-proxies.js';
@@ -42,6 +43,8 @@ export interface ArtifactDownloadGuardOptions {
   /** Days download records are kept (0: forever); records past it are swept as new ones arrive. */
   retentionDays: number;
   now?: () => number;
+  /** Where the bytes of each served download are metered (`artifactBytesDownloaded`). */
+  usage?: UsageSink;
 }
 
 /** How often recording a download also sweeps records past retention (per process). */
@@ -69,6 +72,7 @@ export function createArtifactDownloadGuard(options: ArtifactDownloadGuardOption
         if (!client.recorded) return;
         sweepNowAndThen(now());
         const { tenantId, agentId, userId } = owner;
+        if (bytes) options.usage?.add({ tenantId, agentId, userId }, { artifactBytesDownloaded: bytes }, at);
         void recordDownload(options, {
           storagePath,
           owner: { tenantId, agentId, userId },

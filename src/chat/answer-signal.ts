@@ -9,6 +9,8 @@ export interface AnswerSignal {
   readonly interruption: InterruptionReason | undefined;
   /** Ends the answer because its response lost its reader. */
   disconnect(): void;
+  /** Ends the answer for `reason` (an explicit stop, a replica shutting down). */
+  interrupt(reason: InterruptionReason): void;
   /** Stops the deadline and lets go of the request's signal. Safe to call more than once. */
   dispose(): void;
 }
@@ -23,7 +25,11 @@ export interface AnswerSignal {
  * streamText({ model, messages, abortSignal: answer.signal });
  * // later: answer.interruption === 'stop' when the client aborted its fetch
  */
-export function createAnswerSignal(request: Request, timeoutMs: number): AnswerSignal {
+export function createAnswerSignal(
+  request: Request,
+  timeoutMs: number,
+  options: { followRequest?: boolean } = {},
+): AnswerSignal {
   const controller = new AbortController();
   let interruption: InterruptionReason | undefined;
   const interrupt = (reason: InterruptionReason, cause: unknown) => {
@@ -35,9 +41,11 @@ export function createAnswerSignal(request: Request, timeoutMs: number): AnswerS
     () => interrupt('timeout', new ServiceError('UPSTREAM_UNAVAILABLE', 'The answer took too long.')),
     timeoutMs,
   );
+  // A resumable answer outlives its request: only an explicit stop ends it.
+  const follow = options.followRequest !== false;
   const onStop = () => interrupt('stop', request.signal.reason);
-  if (request.signal.aborted) onStop();
-  else request.signal.addEventListener('abort', onStop, { once: true });
+  if (follow && request.signal.aborted) onStop();
+  else if (follow) request.signal.addEventListener('abort', onStop, { once: true });
   return {
     signal: controller.signal,
     get interruption() {
@@ -45,6 +53,7 @@ export function createAnswerSignal(request: Request, timeoutMs: number): AnswerS
     },
     disconnect: () =>
       interrupt('disconnect', new DOMException('The response lost its reader before the answer ended.', 'AbortError')),
+    interrupt: (reason) => interrupt(reason, new DOMException(`The answer was ended (${reason}).`, 'AbortError')),
     dispose: () => {
       clearTimeout(timer);
       request.signal.removeEventListener('abort', onStop);
@@ -52,13 +61,13 @@ export function createAnswerSignal(request: Request, timeoutMs: number): AnswerS
   };
 }
 
-/** The SSE event of one chunk, as the AI SDK's `JsonToSseTransformStream` frames it. */
-function sseEvent(chunk: UIMessageChunk): string {
-  return `data: ${JSON.stringify(chunk)}\n\n`;
+/** The SSE event of one chunk's JSON, as the AI SDK's `JsonToSseTransformStream` frames it. */
+export function sseEvent(json: string): string {
+  return `data: ${json}\n\n`;
 }
 
 /** The AI SDK's end-of-stream event, after the last chunk. */
-const SSE_DONE = 'data: [DONE]\n\n';
+export const SSE_DONE = 'data: [DONE]\n\n';
 
 /**
  * The answer's UI message stream as an SSE response (the SDK's own headers and framing: one
@@ -82,15 +91,20 @@ export function answerResponse(
       if (done) {
         controller.enqueue(encoder.encode(SSE_DONE));
         controller.close();
-      } else controller.enqueue(encoder.encode(sseEvent(value)));
+      } else controller.enqueue(encoder.encode(sseEvent(JSON.stringify(value))));
     },
     cancel() {
       options.onAbandoned();
       void drain(chunks);
     },
   });
+  return sseResponse(body, options.headers);
+}
+
+/** An SSE body as the AI SDK's UI message stream response: its headers, then `headers`. */
+export function sseResponse(body: ReadableStream<Uint8Array>, extra: Record<string, string>): Response {
   const headers = new Headers(UI_MESSAGE_STREAM_HEADERS);
-  for (const [name, value] of Object.entries(options.headers)) headers.set(name, value);
+  for (const [name, value] of Object.entries(extra)) headers.set(name, value);
   return new Response(body, { headers });
 }
 

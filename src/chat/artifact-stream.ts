@@ -22,8 +22,9 @@ export function artifactChunk(carrier: ArtifactCarrier): UIMessageChunk {
  * `onArtifact` given to the managed integration: it takes only carriers minted in this process
  * and holds each until its tool call's result has passed, so a download card never precedes the
  * tool result. `pass` maps each chunk to what goes on in its place: every `file` chunk is
- * dropped — provider-generated files never become downloads — and a tool result is followed by
- * its call's carriers. `take` hands the carriers of a call the engine made itself to its caller.
+ * dropped — provider-generated files never become downloads — and a tool's final result (never
+ * a preliminary one) is followed by its call's carriers. `take` hands the carriers of a call the
+ * engine made itself to its caller.
  */
 export function createArtifactRelay(onRejected?: (value: unknown) => void) {
   const pending = new Map<string, ArtifactCarrier[]>();
@@ -43,7 +44,7 @@ export function createArtifactRelay(onRejected?: (value: unknown) => void) {
     },
     pass(chunk: UIMessageChunk): readonly UIMessageChunk[] {
       if (chunk.type === 'file') return [];
-      if (chunk.type !== 'tool-output-available') return [chunk];
+      if (chunk.type !== 'tool-output-available' || chunk.preliminary) return [chunk];
       const carriers = pending.get(chunk.toolCallId) ?? [];
       pending.delete(chunk.toolCallId);
       return [chunk, ...carriers.map(artifactChunk)];

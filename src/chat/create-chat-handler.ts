@@ -3,6 +3,7 @@ import {
   convertToModelMessages,
   createUIMessageStream,
   type LanguageModel,
+  type LanguageModelUsage,
   stepCountIs,
   streamText,
   type ToolSet,
@@ -13,16 +14,20 @@ import { ServiceError } from '../errors.js';
 import { normalizeError, problemResponse } from '../http/problem.js';
 import { DEFAULT_REQUEST_IDLE_TIMEOUT_MS, readBodyWithLimit } from '../http/request-body.js';
 import { SANDBOX_TOOL_NAMES } from '../sandbox-tool-names.js';
+import { type ChatTelemetryOptions, startTurnTrace } from '../telemetry/chat-spans.js';
 import { failureText, isErrorChunkEcho } from './answer-failures.js';
 import { createAnswerReporter } from './answer-reporter.js';
-import { answerResponse, createAnswerSignal } from './answer-signal.js';
+import { type AnswerRuns, answerRunsFor, type ChunkRewrite, RESUME_WINDOW_MS } from './answer-runs.js';
+import { answerResponse, createAnswerSignal, sseResponse } from './answer-signal.js';
+import type { AnswerKey, AnswerStore } from './answer-store.js';
 import { createArtifactRelay } from './artifact-stream.js';
 import { withCoalescedDeltas } from './coalesce-deltas.js';
 import { chainPasses, endOnInterruption } from './end-on-interruption.js';
-import { canonicalizeFileParts, referencedStoragePaths } from './file-parts.js';
+import { canonicalizeFileParts, referencedStoragePaths, storagePathOf } from './file-parts.js';
+import { dropFinalEchoes } from './final-tool-outputs.js';
 import { resignedHistory } from './history.js';
 import { parseChatRequest } from './incoming-request.js';
-import { type InterruptionReason, settleAnswer } from './interrupted-message.js';
+import { type InterruptionReason, markInterrupted, settleAnswer } from './interrupted-message.js';
 import { fromLanguageModelV4, isLanguageModelV4, type LanguageModelV4 } from './language-model-v4.js';
 import { createLinkGuard, type WorkspaceFilePublisher } from './link-guard.js';
 import { projectConversation } from './prompt-projection.js';
@@ -32,6 +37,7 @@ import type {
   AttachmentStorage,
   BuiltTools,
   ChatRequestContext,
+  ChatScope,
   ChatStore,
   ManagedSandboxIntegration,
 } from './types.js';
@@ -106,6 +112,38 @@ export interface CreateChatHandlerOptions {
   onError?(error: unknown, requestId: string): void;
   /** Called once for an answer cut short by the client's stop, a lost reader or the deadline. */
   onInterrupted?(interruption: { reason: InterruptionReason }, requestId: string): void;
+  /**
+   * Resumable answers (provisional API): every answer runs through `store` — one per chat at a
+   * time, its chunks logged so `GET …/:chatId/stream` can replay and follow it from any process,
+   * `POST …/:chatId/stop` can stop it from anywhere, and a retried turn never runs twice.
+   * `space` scopes the keys (default `''`). Without it, answers live and die with their response
+   * and resuming answers 204.
+   */
+  answers?: { store: AnswerStore; space?: string };
+  /**
+   * How long an answer whose request carried `X-Chat-Resumable: 1` keeps running after its last
+   * reader left (default 30 s; at most until the deadline), for a reload or another tab to
+   * re-attach. Tokens keep flowing meanwhile. Needs `answers`.
+   */
+  detachedGraceMs?: number;
+  /**
+   * What the turn's OpenTelemetry spans carry (through `@opentelemetry/api`, under the host's own
+   * tracer provider; nothing without one): extra attributes, and whether prompts and tool
+   * arguments and results are recorded (default: never).
+   */
+  telemetry?: ChatTelemetryOptions;
+  /**
+   * Metering of the turns this handler runs (the service's own chat sets it): `admit` may refuse
+   * a turn by throwing (a limit reached) before the model is called; `step` receives each
+   * finished model step's usage as the model reported it (`first` for the turn's first step).
+   */
+  metering?: ChatMetering;
+}
+
+/** What `createChatHandler` tells a meter, and lets it refuse. */
+export interface ChatMetering {
+  admit(input: { request: Request; userId: string }): Promise<void>;
+  step(context: ChatRequestContext, step: { usage: LanguageModelUsage | undefined; first: boolean }): void;
 }
 
 /** Web-standard route handlers, e.g. `export const { GET, POST, DELETE, OPTIONS } = createChatHandler(…)`. */
@@ -118,10 +156,13 @@ export interface ChatHandler {
   history(request: Request, chatId: string): Promise<Response>;
   remove(request: Request, chatId: string): Promise<Response>;
   /**
-   * `GET …/:chatId/stream`, what `useChat({ resume: true })` asks for: answers are not resumable
-   * (one that lost its client is stopped and stored), so a signed-in user always gets 204.
+   * `GET …/:chatId/stream`, what `useChat({ resume: true })` asks for: the chat's running answer
+   * (or one stored within the last minute) from its first chunk, then live to its end; 204 when
+   * there is none, or without `answers`.
    */
   resume(request: Request, chatId: string): Promise<Response>;
+  /** `POST …/:chatId/stop`: stops the chat's running answer wherever it runs; always 204. */
+  stop(request: Request, chatId: string): Promise<Response>;
 }
 
 const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
@@ -129,6 +170,11 @@ const MAX_REQUEST_BYTES = 1024 * 1024;
 const DEFAULT_COALESCE_MS = 10;
 /** The path useChat's default transport reconnects to: `${api}/${chatId}/stream`. */
 const RESUME_PATH = /\/([^/]+)\/stream\/?$/;
+/** Where a client stops a chat's answer: `${api}/${chatId}/stop`. */
+const STOP_PATH = /\/([^/]+)\/stop\/?$/;
+/** The header by which a client that can stop explicitly asks for an answer that outlives it. */
+export const RESUMABLE_HEADER = 'X-Chat-Resumable';
+const DEFAULT_DETACHED_GRACE_MS = 30_000;
 const PUBLISH_FIRST =
   'Managed sandboxes are not available for this agent: turn on "Enable sandboxes" and publish the agent first.';
 const UNAVAILABLE = 'Managed sandboxes are temporarily unavailable; try again later.';
@@ -155,6 +201,34 @@ function chatIdFrom(request: Request): string {
  */
 export function createChatHandler(options: CreateChatHandlerOptions): ChatHandler {
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
+  const runs: AnswerRuns | undefined = options.answers
+    ? answerRunsFor(options.answers.store, {
+        settleOrphan: (record, message) =>
+          storeFailedAnswer(options.store, { userId: record.key.userId }, record.key.chatId, message),
+        onError: (error) => options.onError?.(error, 'answers'),
+      })
+    : undefined;
+  const keyOf = (userId: string, chatId: string): AnswerKey => ({
+    space: options.answers?.space ?? '',
+    userId,
+    chatId,
+  });
+  /** A replaying reader's file chunks get fresh links (the first reader's may have expired). */
+  const resigning =
+    (request: Request, userId: string): ChunkRewrite =>
+    async (json) => {
+      if (!json.startsWith('{"type":"file"')) return json;
+      const chunk = JSON.parse(json) as Parameters<typeof storagePathOf>[0];
+      const storagePath = storagePathOf(chunk);
+      if (!storagePath) return json;
+      const urls = await options.storage.resign({ request, userId }, [storagePath]);
+      return JSON.stringify({ ...chunk, url: urls.get(storagePath) ?? '' });
+    };
+  const streamHeaders = (request: Request) => ({
+    'Cache-Control': 'no-store',
+    'X-Accel-Buffering': 'no',
+    ...corsHeaders(request),
+  });
 
   const corsHeaders = (request: Request): Record<string, string> => {
     const origin = request.headers.get('Origin');
@@ -196,22 +270,40 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
     const requestId = randomUUID();
     try {
       const userId = await verifiedUser(request);
+      // A running answer is stopped and stored first; its own save never re-creates the chat.
+      await runs?.stop(keyOf(userId, chatId), { wait: true });
       const messages = await options.store.loadMessages({ userId }, chatId);
       if (!messages) throw new ServiceError('NOT_FOUND', 'No such chat.');
       // Files first: a failed purge is an error and the chat keeps its references for a retry.
       // Workspace files in the sandbox are never touched.
       await options.storage.delete({ request, userId }, referencedStoragePaths(messages));
       await options.store.deleteChat({ userId }, chatId);
+      await runs?.store.forget(keyOf(userId, chatId));
       return new Response(null, { status: 204, headers: corsHeaders(request) });
     } catch (error) {
       return fail(request, error, requestId);
     }
   };
 
-  const resume = async (request: Request, _chatId: string): Promise<Response> => {
+  const nothing = (request: Request) =>
+    new Response(null, { status: 204, headers: { 'Cache-Control': 'no-store', ...corsHeaders(request) } });
+
+  const resume = async (request: Request, chatId: string): Promise<Response> => {
     try {
-      await verifiedUser(request);
-      return new Response(null, { status: 204, headers: { 'Cache-Control': 'no-store', ...corsHeaders(request) } });
+      const userId = await verifiedUser(request);
+      const record = await runs?.store.find(keyOf(userId, chatId), Date.now() - RESUME_WINDOW_MS);
+      if (!runs || !record) return nothing(request);
+      return sseResponse(runs.read(record, resigning(request, userId)), streamHeaders(request));
+    } catch (error) {
+      return fail(request, error, randomUUID());
+    }
+  };
+
+  const stop = async (request: Request, chatId: string): Promise<Response> => {
+    try {
+      const userId = await verifiedUser(request);
+      await runs?.stop(keyOf(userId, chatId));
+      return nothing(request);
     } catch (error) {
       return fail(request, error, randomUUID());
     }
@@ -220,7 +312,12 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
   const chat = async (request: Request): Promise<Response> => {
     const requestId = randomUUID();
     const timeoutMs = options.streamTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const answer = createAnswerSignal(request, timeoutMs > 0 ? timeoutMs : DEFAULT_TIMEOUT_MS);
+    const deadlineMs = timeoutMs > 0 ? timeoutMs : DEFAULT_TIMEOUT_MS;
+    const deadlineAt = Date.now() + deadlineMs;
+    const resumable = runs !== undefined && request.headers.get(RESUMABLE_HEADER) === '1';
+    const answer = createAnswerSignal(request, deadlineMs, { followRequest: !resumable });
+    /** The answer's slot, once this request holds it, and what the chat held before the turn. */
+    let held: HeldTurn | undefined;
     const signal = answer.signal;
     const lease = createToolLease(signal);
     const finish = async () => {
@@ -231,6 +328,7 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
       onError: (error) => options.onError?.(error, requestId),
       onInterrupted: (reason) => options.onInterrupted?.({ reason }, requestId),
     });
+    const turn = startTurnTrace(options.telemetry);
     try {
       const userId = await verifiedUser(request);
       let body: unknown;
@@ -248,30 +346,82 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
         throw new ServiceError('MALFORMED_JSON', 'The request body is not valid JSON.');
       }
       const incoming = parseChatRequest(body);
-      const config = options.resolvePreviewConfig
-        ? await options.resolvePreviewConfig({ request, userId })
-        : await options.getHostedConfig({ request, userId });
-      const context: ChatRequestContext = Object.freeze({
-        request,
-        userId,
-        chatId: incoming.chatId,
-        config: Object.freeze(config),
-        abortSignal: signal,
+      // The chat's slot for a running answer is taken beside the config and sandbox checks, not after them.
+      const answerId = randomUUID();
+      const slot = runs?.acquire(keyOf(userId, incoming.chatId), {
+        answerId,
+        userMessageId: incoming.message?.id ?? `regenerate:${answerId}`,
       });
-
-      const integration = options.sandboxes || undefined;
-      let managed = false;
-      if (integration && isSandboxEnabled(config)) {
+      const settings = (async () => {
+        // A limit is checked beside the config, not after it.
+        const [config] = await Promise.all([
+          options.resolvePreviewConfig
+            ? options.resolvePreviewConfig({ request, userId })
+            : options.getHostedConfig({ request, userId }),
+          options.metering?.admit({ request, userId }),
+        ]);
+        const context: ChatRequestContext = Object.freeze({
+          request,
+          userId,
+          chatId: incoming.chatId,
+          config: Object.freeze(config),
+          abortSignal: signal,
+        });
+        const integration = options.sandboxes || undefined;
+        if (!integration || !isSandboxEnabled(config)) return { config, context, integration, managed: false };
         const status = await integration.status(context);
         if (!status.available) {
           throw new ServiceError('MANAGED_SANDBOX_UNAVAILABLE', status.enabled ? UNAVAILABLE : PUBLISH_FIRST);
         }
-        managed = true;
-      }
-
+        return { config, context, integration, managed: true };
+      })();
+      const [taken, checked] = await Promise.allSettled([slot, settings]);
       const scope = { userId };
-      const stored = (await options.store.loadMessages(scope, incoming.chatId)) ?? [];
+      if (runs && taken.status === 'fulfilled' && taken.value?.acquired) {
+        held = {
+          answerId,
+          scope,
+          chatId: incoming.chatId,
+          before: undefined,
+          questionSaved: undefined,
+          started: false,
+        };
+      }
+      if (taken.status === 'rejected') throw taken.reason;
+      if (runs && taken.value && !taken.value.acquired) {
+        const { running } = taken.value;
+        // A retry of the turn being answered joins it, whatever the checks of a new turn say (a
+        // limit its own tokens reached, say): it starts nothing. Anything else waits for it.
+        if (incoming.message && running.userMessageId === incoming.message.id) {
+          await finish();
+          turn.end();
+          return sseResponse(runs.read(running, resigning(request, userId)), streamHeaders(request));
+        }
+        if (checked.status === 'rejected') throw checked.reason;
+        throw new ServiceError(
+          'ANSWER_IN_PROGRESS',
+          'An answer of this chat is still running: wait for it to end, or stop it first.',
+        );
+      }
+      if (checked.status === 'rejected') throw checked.reason;
+      const { config, context, integration, managed } = checked.value;
+      // Read after the slot is held: an answer that ended just before is in it, so a late retry is refused.
+      const previous = await options.store.loadMessages(scope, incoming.chatId);
+      const stored = previous ?? [];
+      if (runs) refuseAnsweredTurn(stored, incoming.message);
       const conversation = buildConversation(stored, incoming.message);
+      if (held) {
+        // The question is stored as the turn starts (a reload or another replica shows it with the
+        // running answer), beside the rest of the setup; the answer's own save waits for it.
+        held.before = previous;
+        held.questionSaved = options.store.saveMessages(scope, incoming.chatId, conversation).then(
+          () => true,
+          (error: unknown) => {
+            options.onError?.(error, requestId);
+            return false;
+          },
+        );
+      }
 
       let projected = await projectConversation(options.storage, { request, userId }, conversation, {
         managed,
@@ -314,11 +464,14 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
         });
       }
       const links = createLinkGuard(publisher);
-      const pass = chainPasses(relay.pass, links.pass);
+      const pass = chainPasses(dropFinalEchoes, chainPasses(relay.pass, links.pass));
 
-      const model = withCoalescedDeltas(
-        toLanguageModel(typeof options.model === 'function' ? options.model(context.config) : options.model),
-        options.coalesceMs ?? DEFAULT_COALESCE_MS,
+      turn.tools(tools);
+      const model = turn.model(
+        withCoalescedDeltas(
+          toLanguageModel(typeof options.model === 'function' ? options.model(context.config) : options.model),
+          options.coalesceMs ?? DEFAULT_COALESCE_MS,
+        ),
       );
       const stream = createUIMessageStream({
         originalMessages: conversation,
@@ -332,8 +485,11 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
             stopWhen: stepCountIs(options.maxSteps ?? 8),
             // Conversations of every tenant share the operator's provider account: ask it not to keep them.
             providerOptions: { openai: { store: false } },
+            // The SDK's own spans record prompts and outputs: off; the turn's spans are ours (see `startTurnTrace`).
+            experimental_telemetry: { isEnabled: false },
             // The SDK's default prints the whole error, request body (the conversation) included.
             onError: ({ error }) => report.failed(error),
+            ...(options.metering ? { onStepFinish: meterSteps(options.metering, context) } : {}),
           });
           // Our steps run in this one loop over the SDK's chunks, writing each straight to the
           // answer's stream: no stream stage of their own between the SDK's.
@@ -351,29 +507,67 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
         onFinish: async (event) => {
           const settled = settleAnswer(event, answer.interruption);
           try {
-            await options.store.saveMessages(scope, incoming.chatId, settled.messages.map(canonicalizeFileParts));
+            // With its question stored, the answer's save only updates: a chat deleted meanwhile stays deleted.
+            const questionStored = held ? await held.questionSaved : false;
+            await options.store.saveMessages(
+              scope,
+              incoming.chatId,
+              settled.messages.map(canonicalizeFileParts),
+              questionStored ? { mustExist: true } : undefined,
+            );
           } catch (error) {
             options.onError?.(error, requestId);
           } finally {
             report.interrupted(settled.interrupted);
+            turn.end(settled.interrupted);
             await finish();
           }
         },
       });
-      return answerResponse(stream, {
-        headers: { 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', ...corsHeaders(request) },
-        onAbandoned: answer.disconnect,
-      });
+      if (runs && held) {
+        held.started = true;
+        const body = runs.start({
+          answerId: held.answerId,
+          key: keyOf(userId, incoming.chatId),
+          answer,
+          resumable,
+          graceMs: options.detachedGraceMs ?? DEFAULT_DETACHED_GRACE_MS,
+          deadlineAt,
+          stream,
+        });
+        return sseResponse(body, streamHeaders(request));
+      }
+      return answerResponse(stream, { headers: streamHeaders(request), onAbandoned: answer.disconnect });
     } catch (error) {
+      turn.fail(error);
       await finish();
+      if (runs && held && !held.started) await undoTurn(runs, held);
       report.interrupted(answer.interruption);
       const cause = signal.aborted && signal.reason instanceof ServiceError ? signal.reason : error;
       return fail(request, cause, requestId, answer.interruption === undefined);
     }
   };
 
+  /** A turn refused after it took its slot: the slot is given back and the chat is as it was. */
+  const undoTurn = async (answers: AnswerRuns, turn: HeldTurn) => {
+    try {
+      const questionStored = await turn.questionSaved;
+      if (questionStored && turn.before) await options.store.saveMessages(turn.scope, turn.chatId, turn.before);
+      else if (questionStored) await options.store.deleteChat(turn.scope, turn.chatId);
+    } catch (error) {
+      options.onError?.(error, turn.answerId);
+    } finally {
+      await answers.abandon(turn.answerId).catch((error) => options.onError?.(error, turn.answerId));
+    }
+  };
+
   return {
-    POST: chat,
+    POST: async (request) => {
+      const url = new URL(request.url);
+      const stopped = url.searchParams.has('chatId') ? undefined : STOP_PATH.exec(url.pathname)?.[1];
+      if (stopped !== undefined) return stop(request, decodeURIComponent(stopped));
+      return chat(request);
+    },
     GET: async (request) => {
       const url = new URL(request.url);
       // A history request names its chat in the query; useChat's resume request never does.
@@ -409,7 +603,66 @@ export function createChatHandler(options: CreateChatHandlerOptions): ChatHandle
     history,
     remove,
     resume,
+    stop,
   };
+}
+
+/** A turn's slot for its answer, held from before its question is stored until the answer runs. */
+interface HeldTurn {
+  answerId: string;
+  scope: ChatScope;
+  chatId: string;
+  /** The chat's messages before the turn (undefined: there was no chat). */
+  before: UIMessage[] | undefined;
+  /** The question's save, once started: whether it was stored. */
+  questionSaved: Promise<boolean> | undefined;
+  started: boolean;
+}
+
+/**
+ * Refuses a turn whose user message was answered already (a late retry, or an edit under the same
+ * id): 409 `TURN_ALREADY_ANSWERED`, naming the stored answer.
+ */
+function refuseAnsweredTurn(stored: readonly UIMessage[], message: UIMessage | undefined): void {
+  if (!message) return;
+  const at = stored.findIndex((existing) => existing.id === message.id);
+  if (at < 0) return;
+  const answer = stored.slice(at + 1).find((existing) => existing.role === 'assistant');
+  if (!answer) return;
+  throw new ServiceError(
+    'TURN_ALREADY_ANSWERED',
+    'This message was answered already; send a new message (with a new id) or regenerate the answer.',
+    { fields: { assistantMessageId: answer.id } },
+  );
+}
+
+/** Each finished step's usage to the meter, the turn's first marked. */
+function meterSteps(metering: ChatMetering, context: ChatRequestContext) {
+  let first = true;
+  return (step: { usage: LanguageModelUsage | undefined }) => {
+    metering.step(context, { usage: step.usage, first });
+    first = false;
+  };
+}
+
+/**
+ * Stores what the log of an answer whose process died holds, closed and marked
+ * `interrupted: { reason: "failed" }`, in place of (or after) what the chat holds; a chat deleted
+ * meanwhile stays deleted.
+ */
+export async function storeFailedAnswer(
+  store: ChatStore,
+  scope: ChatScope,
+  chatId: string,
+  message: UIMessage | undefined,
+): Promise<void> {
+  if (!message) return;
+  const messages = await store.loadMessages(scope, chatId);
+  if (!messages) return;
+  const failed = markInterrupted(message, 'failed');
+  const at = messages.findIndex((existing) => existing.id === failed.id);
+  const next = at >= 0 ? messages.with(at, failed) : [...messages, failed];
+  await store.saveMessages(scope, chatId, next.map(canonicalizeFileParts), { mustExist: true });
 }
 
 /**

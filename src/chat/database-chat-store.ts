@@ -46,9 +46,22 @@ export function createDatabaseChatStore(
       const row = await owned(scope, chatId).select('messages').executeTakeFirst();
       return row ? (JSON.parse(row.messages) as UIMessage[]) : undefined;
     },
-    async saveMessages(scope, chatId, messages) {
+    async saveMessages(scope, chatId, messages, options = {}) {
       const now = Date.now();
       const json = JSON.stringify(messages);
+      if (options.mustExist) {
+        await retryWhileUnavailable(() =>
+          db
+            .updateTable('chats')
+            .set({ messages: json, updated_at: now })
+            .where('tenant_id', '=', agent.tenantId)
+            .where('agent_id', '=', agent.agentId)
+            .where('user_id', '=', scope.userId)
+            .where('chat_id', '=', chatId)
+            .execute(),
+        );
+        return;
+      }
       await retryWhileUnavailable(() =>
         db
           .insertInto('chats')

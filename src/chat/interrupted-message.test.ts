@@ -22,12 +22,29 @@ function cutShort(): UIMessage {
         input: {},
         approval: { id: 'ap1' },
       },
+      {
+        type: 'dynamic-tool',
+        toolName: 'sandbox_exec',
+        toolCallId: 'c4',
+        state: 'output-available',
+        input: { command: 'make' },
+        output: { output: [{ stream: 'stdout', text: 'line-1\n' }], omittedBytes: 0 },
+        preliminary: true,
+      },
+      {
+        type: 'dynamic-tool',
+        toolName: 'sandbox_exec',
+        toolCallId: 'c5',
+        state: 'output-available',
+        input: { command: 'true' },
+        output: { content: [] },
+      },
     ] as UIMessage['parts'],
   };
 }
 
 describe('markInterrupted', () => {
-  it('closes open text and tool calls, leaves approvals waiting, and records the reason beside other metadata', async () => {
+  it('closes open text and tool calls (live output dropped), leaves approvals waiting and results alone, and records the reason beside other metadata', async () => {
     const marked = markInterrupted(cutShort(), 'timeout');
     expect(marked.metadata).toEqual({ custom: 1, mordn: { interrupted: { reason: 'timeout' } } });
     expect(marked.parts.map((part) => ('state' in part ? part.state : part.type))).toEqual([
@@ -37,9 +54,20 @@ describe('markInterrupted', () => {
       'output-error',
       'output-error',
       'approval-requested',
+      'output-error',
+      'output-available',
     ]);
     expect(marked.parts[3]).toMatchObject({ errorText: INTERRUPTED_TOOL_ERROR, input: {} });
     expect(marked.parts[4]).toMatchObject({ errorText: INTERRUPTED_TOOL_ERROR, input: { q: 'we' } });
+    expect(marked.parts[6]).toEqual({
+      type: 'dynamic-tool',
+      toolName: 'sandbox_exec',
+      toolCallId: 'c4',
+      state: 'output-error',
+      input: { command: 'make' },
+      errorText: INTERRUPTED_TOOL_ERROR,
+    });
+    expect(marked.parts[7]).toMatchObject({ state: 'output-available', output: { content: [] } });
     const validated = await safeValidateUIMessages({ messages: [user, marked] });
     expect(validated.success ? undefined : validated.error).toBeUndefined();
   });

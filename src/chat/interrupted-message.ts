@@ -1,12 +1,13 @@
 import { type FinishReason, isToolUIPart, type UIMessage, type UIMessageStreamOnFinishCallback } from 'ai';
 
 /**
- * Why an answer ended early: the client ended its request (`stop`: useChat's `stop()` aborts the
- * fetch, and a page closed mid-answer looks the same over HTTP), the response lost its reader
- * while the request stayed open (`disconnect`: a runtime or proxy that drops the response), or
- * the handler's deadline passed (`timeout`).
+ * Why an answer ended early: the client ended its request or asked `POST …/:chatId/stop` (`stop`:
+ * useChat's `stop()` aborts the fetch, and a page closed mid-answer looks the same over HTTP),
+ * the response lost its reader while the request stayed open, or a resumable answer found no
+ * reader within its grace (`disconnect`), the handler's deadline passed (`timeout`), or the
+ * process running it died or shut down before it ended (`failed`).
  */
-export type InterruptionReason = 'stop' | 'disconnect' | 'timeout';
+export type InterruptionReason = 'stop' | 'disconnect' | 'timeout' | 'failed';
 
 /** What Mordn keeps in a message's `metadata.mordn`. */
 export interface MordnMessageMetadata {
@@ -22,8 +23,9 @@ type Part = UIMessage['parts'][number];
 /**
  * Closes what an interrupted answer left open, so the stored message is a finished one: text and
  * reasoning still `streaming` become `done`, and a tool call still waiting for its input or its
- * result becomes an `output-error` saying it was interrupted (its result, if any, never reached the
- * model). Approval states are left alone: they wait for the user, not for the stream.
+ * result — one showing a preliminary result (live output) included — becomes an `output-error`
+ * saying it was interrupted (its result, if any, never reached the model; the preliminary one is
+ * not kept). Approval states are left alone: they wait for the user, not for the stream.
  */
 export function closeInterruptedParts(message: UIMessage): UIMessage {
   return { ...message, parts: message.parts.map(closePart) };
@@ -35,6 +37,10 @@ function closePart(part: Part): Part {
   }
   if (isToolUIPart(part) && (part.state === 'input-streaming' || part.state === 'input-available')) {
     return { ...part, state: 'output-error', errorText: INTERRUPTED_TOOL_ERROR } as Part;
+  }
+  if (isToolUIPart(part) && part.state === 'output-available' && part.preliminary === true) {
+    const { output: _preliminary, preliminary: _flag, ...call } = part;
+    return { ...call, state: 'output-error', errorText: INTERRUPTED_TOOL_ERROR } as Part;
   }
   return part;
 }

@@ -50,8 +50,16 @@ export interface ManagedSandboxIntegration {
 /** Persistence of chats, scoped to one user: a chat id of another user is simply not found. */
 export interface ChatStore {
   loadMessages(scope: ChatScope, chatId: string): Promise<UIMessage[] | undefined>;
-  /** Replaces the chat's messages (creating the chat) with `messages`. */
-  saveMessages(scope: ChatScope, chatId: string, messages: UIMessage[]): Promise<void>;
+  /**
+   * Replaces the chat's messages with `messages`, creating the chat — unless `mustExist`: then a
+   * chat deleted meanwhile stays deleted (an answer's own save after the turn stored its question).
+   */
+  saveMessages(
+    scope: ChatScope,
+    chatId: string,
+    messages: UIMessage[],
+    options?: { mustExist?: boolean },
+  ): Promise<void>;
   /** Removes the chat and its messages; returns whether it existed. */
   deleteChat(scope: ChatScope, chatId: string): Promise<boolean>;
 }

@@ -7,6 +7,7 @@ import { AuditPage } from './pages/audit.js';
 import { NotFoundPage } from './pages/not-found.js';
 import { StatusPage } from './pages/status.js';
 import { TenantPage } from './pages/tenant.js';
+import { TenantUsagePage } from './pages/tenant-usage.js';
 import { TenantsPage } from './pages/tenants.js';
 import { navigate, parseHash, type Route, useHash } from './router.js';
 import { useSession } from './session.js';
@@ -21,7 +22,8 @@ function normalHash(hash: string): string {
 }
 
 function section(route: Route): 'tenants' | 'status' | 'audit' | null {
-  if (route.page === 'tenants' || route.page === 'tenant' || route.page === 'agent') return 'tenants';
+  if (route.page === 'tenants' || route.page === 'tenant' || route.page === 'tenant-usage' || route.page === 'agent')
+    return 'tenants';
   if (route.page === 'status' || route.page === 'audit') return route.page;
   return null;
 }
@@ -32,6 +34,8 @@ function PageFor({ route }: { route: Route }) {
       return <TenantsPage />;
     case 'tenant':
       return <TenantPage tenantId={route.tenantId} />;
+    case 'tenant-usage':
+      return <TenantUsagePage tenantId={route.tenantId} />;
     case 'agent':
       return <AgentPage agentId={route.agentId} />;
     case 'status':

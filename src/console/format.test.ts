@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { problemError, withQuery } from './api.js';
-import { formatBytes, formatSeconds, newChatId } from './format.js';
+import { formatBytes, formatCompact, formatGibHours, formatGibSeconds, formatSeconds, newChatId } from './format.js';
 
 describe('formatBytes', () => {
   it('uses bytes below a kilobyte and one decimal below ten units', () => {
@@ -17,6 +17,29 @@ describe('formatSeconds', () => {
     expect(formatSeconds(4.24)).toBe('4.2 s');
     expect(formatSeconds(3725)).toBe('1 h 2 min 5 s');
     expect(formatSeconds(120)).toBe('2 min');
+  });
+});
+
+describe('resource-time figures', () => {
+  it('reads GiB-seconds and GiB-hours with fewer decimals as they grow', () => {
+    expect(formatGibSeconds(0, 'en-US')).toBe('0 GiB·s');
+    expect(formatGibSeconds(1.2345, 'en-US')).toBe('1.23 GiB·s');
+    expect(formatGibSeconds(12.345, 'en-US')).toBe('12.3 GiB·s');
+    expect(formatGibSeconds(12_345.6, 'en-US')).toBe('12,346 GiB·s');
+    expect(formatGibHours(0.004, 'en-US')).toBe('0 GiB·h');
+    expect(formatGibHours(0.5, 'en-US')).toBe('0.5 GiB·h');
+    expect(formatGibHours(-1)).toBe('—');
+    expect(formatGibSeconds(Number.NaN)).toBe('—');
+  });
+
+  it('shortens axis figures', () => {
+    expect(formatCompact(0, 'en-US')).toBe('0');
+    expect(formatCompact(1_500, 'en-US')).toBe('1.5K');
+    expect(formatCompact(2_000_000, 'en-US')).toBe('2M');
+    expect(formatCompact(250, 'en-US')).toBe('250');
+    // Quarter ticks of a small scale keep their second decimal.
+    expect(formatCompact(0.25, 'en-US')).toBe('0.25');
+    expect(formatCompact(2_500, 'en-US')).toBe('2.5K');
   });
 });
 

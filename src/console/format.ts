@@ -64,3 +64,26 @@ export function newChatId(): string {
   const hex = Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/** A measure with at most `digits` decimals, fewer for large values, in the browser's locale. */
+function formatAmount(value: number, digits: number, locale?: string): string {
+  const decimals = value >= 100 ? 0 : value >= 10 ? Math.min(1, digits) : digits;
+  return new Intl.NumberFormat(locale, { maximumFractionDigits: decimals }).format(value);
+}
+
+/** Memory over time: 12.345 → "12.3 GiB·s" (GiB held for one second each). */
+export function formatGibSeconds(value: number, locale?: string): string {
+  if (!Number.isFinite(value) || value < 0) return '—';
+  return `${formatAmount(value, 2, locale)} GiB·s`;
+}
+
+/** Disk over time: 0.5 → "0.5 GiB·h" (GiB kept for one hour each). */
+export function formatGibHours(value: number, locale?: string): string {
+  if (!Number.isFinite(value) || value < 0) return '—';
+  return `${formatAmount(value, 2, locale)} GiB·h`;
+}
+
+/** A chart axis figure: 1500 → "1.5K", 2000000 → "2M". */
+export function formatCompact(value: number, locale?: string): string {
+  return new Intl.NumberFormat(locale, { notation: 'compact', maximumFractionDigits: 2 }).format(value);
+}

@@ -1,9 +1,10 @@
-/** Hash routing (`#/tenants/<id>`), so the server only ever serves index.html. */
+/** Hash routing (`#/tenants/<id>`, `#/tenants/<id>/usage`), so the server only ever serves index.html. */
 import { useSyncExternalStore } from 'react';
 
 export type Route =
   | { page: 'tenants' }
   | { page: 'tenant'; tenantId: string }
+  | { page: 'tenant-usage'; tenantId: string }
   | { page: 'agent'; agentId: string }
   | { page: 'status' }
   | { page: 'audit' }
@@ -24,6 +25,10 @@ export function parseHash(hash: string): Route {
   if (path === 'status') return { page: 'status' };
   if (path === 'audit') return { page: 'audit' };
   const parts = path.split('/');
+  if (parts.length === 3 && parts[0] === 'tenants' && parts[2] === 'usage' && parts[1] !== undefined) {
+    const id = decode(parts[1]);
+    if (id !== undefined && id !== '') return { page: 'tenant-usage', tenantId: id };
+  }
   if (parts.length === 2 && parts[1] !== undefined) {
     const id = decode(parts[1]);
     if (id !== undefined && id !== '') {
@@ -41,6 +46,8 @@ export function href(route: Route): string {
       return '#/tenants';
     case 'tenant':
       return `#/tenants/${encodeURIComponent(route.tenantId)}`;
+    case 'tenant-usage':
+      return `#/tenants/${encodeURIComponent(route.tenantId)}/usage`;
     case 'agent':
       return `#/agents/${encodeURIComponent(route.agentId)}`;
     case 'status':

@@ -157,3 +157,37 @@ export interface ConsoleStatus {
   database: { dialect: string };
   model: { configured: boolean; provider: string | null; modelId: string | null };
 }
+
+/** How `GET /v1/admin/usage` groups its rows; absent, one row per tenant. */
+export type UsageGroupBy = 'day' | 'agent' | 'user';
+
+/** One row of `GET /v1/admin/usage`: the metered counters of one tenant (and agent, user or UTC day). */
+export interface UsageRow {
+  tenantId: string;
+  agentId?: string;
+  userId?: string;
+  /** `YYYY-MM-DD` (UTC), with `groupBy=day`. */
+  day?: string;
+  inputTokens: number;
+  outputTokens: number;
+  reasoningTokens: number;
+  cachedInputTokens: number;
+  turns: number;
+  /** Turns whose model reported no token usage: token limits cannot count them. */
+  turnsWithoutUsage: number;
+  toolCalls: number;
+  sandboxCpuSeconds: number;
+  sandboxMemoryGibSeconds: number;
+  diskGibHours: number;
+  artifactBytesPublished: number;
+  artifactBytesDownloaded: number;
+  egressBytes: number;
+}
+
+/** A tenant's or agent's limits: each a whole number ≥ 0, or null for unlimited (0 refuses everything). */
+export interface Limits {
+  tokensPerDay: number | null;
+  tokensPerMonth: number | null;
+  sandboxCpuSecondsPerDay: number | null;
+  storageBytes: number | null;
+}

@@ -22,6 +22,12 @@ export interface Database {
   readonly dialect: 'sqlite' | 'postgres';
   /** Round-trips a trivial query; throws when the database cannot answer. */
   ping(): Promise<void>;
+  /**
+   * PostgreSQL only: `LISTEN`s on `channel` on a dedicated connection (reconnected after a
+   * failure, every second) and hands each notification's payload to `onPayload`. Resolves once
+   * listening, or rejects when the first connection fails; the result stops it.
+   */
+  listen?(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -93,16 +99,63 @@ function createSqliteDialect(file: string): SqliteDialect {
   return new SqliteDialect({ database: withStatementCache(database) });
 }
 
-function createPostgresDialect(url: string, schema: string | undefined): PostgresDialect {
+function postgresConnection(url: string, schema: string | undefined): pg.ClientConfig {
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new Error(`Invalid PostgreSQL schema name "${schema}"`);
   }
-  const pool = new pg.Pool({
+  return {
     connectionString: url,
-    max: 10,
     // An unreachable server (packets dropped, not refused) fails the request instead of hanging it.
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  };
+}
+
+/** A dedicated connection that `LISTEN`s on `channel`, reconnecting after a failure (see `Database.listen`). */
+async function listenOn(
+  connection: pg.ClientConfig,
+  channel: string,
+  onPayload: (payload: string) => void,
+): Promise<() => Promise<void>> {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client(connection);
+    next.on('notification', (message) => {
+      if (message.channel === channel && message.payload !== undefined) onPayload(message.payload);
+    });
+    next.on('error', () => {
+      if (client !== next || stopped) return;
+      client = undefined;
+      next.end().catch(() => undefined);
+      scheduleRetry();
+    });
+    await next.connect();
+    await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    if (stopped) {
+      await next.end();
+      return;
+    }
+    client = next;
+  };
+  const scheduleRetry = () => {
+    if (stopped) return;
+    retry = setTimeout(() => void connect().catch(() => scheduleRetry()), 1_000);
+    retry.unref();
+  };
+  await connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await client?.end().catch(() => undefined);
+  };
+}
+
+function createPostgresDialect(connection: pg.ClientConfig): PostgresDialect {
+  const pool = new pg.Pool({
+    ...connection,
+    max: 10,
     // bigint columns hold epoch milliseconds and byte counts, all far below 2^53.
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
@@ -151,8 +204,9 @@ export async function migrateToLatest(db: Kysely<DatabaseSchema>, dialect: 'sqli
  * const database = await openDatabase({ kind: 'sqlite', file: './data/mordn.db' });
  */
 export async function openDatabase(config: DatabaseConfig, options: OpenDatabaseOptions = {}): Promise<Database> {
+  const connection = config.kind === 'postgres' ? postgresConnection(config.url, options.schema) : undefined;
   const dialect =
-    config.kind === 'sqlite' ? createSqliteDialect(config.file) : createPostgresDialect(config.url, options.schema);
+    config.kind === 'sqlite' ? createSqliteDialect(config.file) : createPostgresDialect(connection as pg.ClientConfig);
   const db = new Kysely<DatabaseSchema>({ dialect });
   try {
     if (config.kind === 'postgres' && options.schema) {
@@ -169,6 +223,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenDatabase
     ping: async () => {
       await sql`select 1`.execute(db);
     },
+    ...(connection ? { listen: (channel, onPayload) => listenOn(connection, channel, onPayload) } : {}),
     close: () => db.destroy(),
   };
 }

@@ -87,6 +87,16 @@ export interface WorkspacesTable {
   bytes: Generated<number>;
   /** Bumped to serialise lease decisions on this workspace across replicas. */
   lease_epoch: Generated<number>;
+  /** The sandbox instance whose CPU counter `meter_cpu_micros` was read from (null: none yet). */
+  meter_instance: string | null;
+  /** When that instance started (epoch ms); a reading of an older instance is stale. */
+  meter_started_at: Generated<number>;
+  /** The last cumulative CPU reading billed, in microseconds. */
+  meter_cpu_micros: Generated<number>;
+  /** Start (epoch ms) of the last memory sampling interval billed. */
+  meter_memory_sampled_at: Generated<number>;
+  /** Start (epoch ms) of the last disk sampling interval billed. */
+  meter_disk_sampled_at: Generated<number>;
 }
 
 export interface WorkspaceLeasesTable {
@@ -191,6 +201,49 @@ export interface EgressUsageTable {
   bytes: Generated<number>;
 }
 
+/** Metered usage of one tenant, agent, user and UTC day (`YYYY-MM-DD`); every counter only grows. */
+export interface UsageDailyTable {
+  tenant_id: string;
+  agent_id: string;
+  user_id: string;
+  day: string;
+  input_tokens: Generated<number>;
+  output_tokens: Generated<number>;
+  reasoning_tokens: Generated<number>;
+  cached_input_tokens: Generated<number>;
+  turns: Generated<number>;
+  turns_without_usage: Generated<number>;
+  tool_calls: Generated<number>;
+  sandbox_cpu_seconds: Generated<number>;
+  sandbox_memory_gib_seconds: Generated<number>;
+  disk_gib_hours: Generated<number>;
+  artifact_bytes_published: Generated<number>;
+  artifact_bytes_downloaded: Generated<number>;
+  egress_bytes: Generated<number>;
+}
+
+/** The tool calls of one tenant, agent, user and UTC day, by tool and outcome (`ok` | `failed`). */
+export interface UsageToolCallsTable {
+  tenant_id: string;
+  agent_id: string;
+  user_id: string;
+  day: string;
+  tool: string;
+  outcome: string;
+  calls: Generated<number>;
+}
+
+/** The limits of a tenant or an agent (`scope`); null is unlimited. */
+export interface UsageLimitsTable {
+  scope: string;
+  scope_id: string;
+  tokens_per_day: number | null;
+  tokens_per_month: number | null;
+  sandbox_cpu_seconds_per_day: number | null;
+  storage_bytes: number | null;
+  updated_at: number;
+}
+
 /** One sandbox tool call that ran (after admission), for per-tenant usage. */
 export interface ToolCallsTable {
   id: string;
@@ -205,6 +258,37 @@ export interface ToolCallsTable {
   outcome: string;
 }
 
+/** One answer of a chat while it runs, and for a minute after it is stored (see `createDatabaseAnswerStore`). */
+export interface ChatAnswersTable {
+  answer_id: string;
+  /** The key's scope: `tenant/agent` in the service. */
+  space: string;
+  user_id: string;
+  chat_id: string;
+  /** The user message the answer answers. */
+  user_message_id: string;
+  /** `running` or `done`. */
+  status: string;
+  /** The process running it; its lease runs until `lease_until`. */
+  owner: string;
+  lease_until: number;
+  stop_requested: Generated<number>;
+  /** When a reader on another process last said it is attached. */
+  reader_seen_at: Generated<number>;
+  /** 1 once the log passed its bound: new readers are told the answer is too long to resume. */
+  overflow: Generated<number>;
+  started_at: number;
+  finished_at: number | null;
+}
+
+/** A batch of an answer's chunk log: `count` chunks from `first_seq`, their JSON joined by newlines. */
+export interface ChatAnswerChunksTable {
+  answer_id: string;
+  first_seq: number;
+  count: number;
+  data: string;
+}
+
 export interface DatabaseSchema {
   tenants: TenantsTable;
   agents: AgentsTable;
@@ -215,6 +299,8 @@ export interface DatabaseSchema {
   workspace_leases: WorkspaceLeasesTable;
   rate_limit_windows: RateLimitWindowsTable;
   chats: ChatsTable;
+  chat_answers: ChatAnswersTable;
+  chat_answer_chunks: ChatAnswerChunksTable;
   sandbox_tokens: SandboxTokensTable;
   console_sessions: ConsoleSessionsTable;
   artifact_downloads: ArtifactDownloadsTable;
@@ -222,4 +308,7 @@ export interface DatabaseSchema {
   tool_calls: ToolCallsTable;
   egress_log: EgressLogTable;
   egress_usage: EgressUsageTable;
+  usage_daily: UsageDailyTable;
+  usage_tool_calls: UsageToolCallsTable;
+  usage_limits: UsageLimitsTable;
 }

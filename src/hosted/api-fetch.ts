@@ -7,6 +7,7 @@ import {
   splitFetchArguments,
   startExchange,
 } from '../net/bounded-response.js';
+import { withTraceHeaders } from '../telemetry/propagation.js';
 
 /** The most one Mordn API response may carry (1 MiB, as the API bounds tool results); options may lower it. */
 export const MAX_API_RESPONSE_BYTES = 1024 * 1024;
@@ -101,7 +102,11 @@ export function createOriginFetch(options: OriginFetchOptions): typeof fetch {
       );
     }
     const exchange = startExchange(timeoutMs, request.init.signal);
-    return fetchWithinExchange(exchange, request.url, request.init, {
+    // The API's spans join the caller's trace (W3C `traceparent`), when there is one.
+    const traced: RequestInit = { ...request.init };
+    const headers = withTraceHeaders(request.init.headers);
+    if (headers !== undefined) traced.headers = headers;
+    return fetchWithinExchange(exchange, request.url, traced, {
       dispatcher,
       maxResponseBytes,
       transport: options.transport,

@@ -10,6 +10,8 @@ import { ALL_UPLOAD_TYPES, MANAGED_UPLOAD_MAX_BYTES } from '../media-types.js';
 import type { ExchangeTransport } from '../net/bounded-response.js';
 import { createApiFetch } from './api-fetch.js';
 import { resolveApiOrigin } from './api-origin.js';
+import { withLiveOutput } from './live-exec-tool.js';
+import { callToolWithProgress } from './mcp-progress-call.js';
 import { mintRequestBody, requestSandboxToken } from './mint-sandbox-token.js';
 
 export interface HostedOptions {
@@ -61,6 +63,7 @@ const API_PATHS = [
   /^\/v1\/uploads\/resign$/,
 ];
 const PUBLISH_TOOL = 'sandbox_publish_file';
+const EXEC_TOOL = 'sandbox_exec';
 
 /** What a live publish result must look like before the signer is even asked. */
 const PublishResult = z.object({
@@ -100,8 +103,8 @@ function messageOf(error: unknown): string {
  * `truncated: true` if it was cut. Undefined for an error result or anything else.
  *
  * @example
- * const value = toolResultValue(await tools.sandbox_exec.execute({ command: 'ls' }, options));
- * // → { exitCode: 0, stdout: '…', stderr: '', truncated: false, … }
+ * const value = toolResultValue(await tools.sandbox_list_files.execute({ path: '.' }, options));
+ * // → { entries: [{ name: 'report.csv', … }], truncated: false, usage: { bytesUsed: …, … } }
  */
 export function toolResultValue(result: unknown): unknown {
   if (typeof result !== 'object' || result === null) return undefined;
@@ -129,6 +132,11 @@ export function toolResultValue(result: unknown): unknown {
  * Only the live result of `sandbox_publish_file` can produce a download: its shape is checked,
  * the API's signer resolves its storage path for this user, and the signer's canonical record
  * becomes the carrier passed to `onArtifact`.
+ *
+ * `sandbox_exec` shows its command's output while it runs: its `execute` is an async iterable
+ * whose values are preliminary results (`{ output: [{ stream, text }], omittedBytes }`, the
+ * latest output within 8 KiB), from the API's progress notifications, and whose last value is
+ * the tool's result, as `@ai-sdk/mcp` returns it (see `withLiveOutput`).
  *
  * With `mcpCredential: 'userToken'` the MCP connection carries a per-user sandbox token instead
  * of the agent key (minted lazily, cached per user until a minute before it expires).
@@ -287,13 +295,20 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
       // 403 ANONYMOUS_USER, as the API itself answers, for `anon:` in any letter case.
       rejectAnonymousUser(context.userId);
       const headers = await mcpHeadersFor(context, abortSignal);
+      const url = `${origin}/v1/sandbox/mcp`;
+      const fetchApi = boundFetch(abortSignal);
+      // The revision the client negotiated, as its requests after the handshake carry it.
+      let protocolVersion: string | undefined;
       const client = await createMCPClient({
         transport: {
           type: 'http',
-          url: `${origin}/v1/sandbox/mcp`,
+          url,
           headers,
           redirect: 'error',
-          fetch: boundFetch(abortSignal),
+          fetch: (input, init) => {
+            protocolVersion = new Headers(init?.headers).get('mcp-protocol-version') ?? protocolVersion;
+            return fetchApi(input, init);
+          },
         },
         maxRetries: 0,
       }).catch((error: unknown) => {
@@ -312,6 +327,22 @@ export function createHostedSandboxes(options: HostedOptions): ManagedSandboxInt
         const tools: ToolSet = {};
         for (const [name, tool] of Object.entries(discovered)) {
           tools[name] = name === PUBLISH_TOOL ? withArtifacts(tool as Tool, context, abortSignal, onArtifact) : tool;
+        }
+        // Commands report their output as they run: a call of its own asks for progress.
+        const exec = tools[EXEC_TOOL];
+        if (exec) {
+          tools[EXEC_TOOL] = withLiveOutput(exec, (input, signal, onOutput) =>
+            callToolWithProgress({
+              fetch: fetchApi,
+              url,
+              headers,
+              ...(protocolVersion === undefined ? {} : { protocolVersion }),
+              name: EXEC_TOOL,
+              args: input,
+              signal,
+              onOutput,
+            }),
+          );
         }
         return { tools, close };
       } catch (error) {

@@ -50,6 +50,10 @@ const MAX_UPLOAD_BYTES = 10 * 1024 * 1024 + 64 * 1024;
 const DEFAULT_MAX_STREAM_BYTES = 64 * 1024 * 1024;
 /** The API ends a run at the deadline itself; this much later the handler gives up on it too. */
 const DEADLINE_GRACE_MS = 10_000;
+/** Asks the API for an answer that outlives its request; only the exact value `1` is passed on. */
+const RESUMABLE_HEADER = 'X-Chat-Resumable';
+/** What a request may do to one chat by path (`…/:chatId/<action>`). */
+type ChatAction = 'stream' | 'stop';
 const PASSED_HEADERS = [
   'content-type',
   'cache-control',
@@ -64,10 +68,14 @@ const PASSED_HEADERS = [
  * behalf: the agent key never leaves the server, and the user is the one `getUserId` verified.
  *
  * - `POST` with JSON: a chat turn (useChat's default body); the UI message stream is passed
- *   through as it arrives, and a browser that goes away aborts the API request.
+ *   through as it arrives, and a browser that goes away aborts the API request. The request's
+ *   `X-Chat-Resumable: 1` is passed on: the answer then keeps running without the browser for a
+ *   while and can be re-attached.
+ * - `POST …/:chatId/stop`: stops the chat's running answer wherever it runs (the API's 204).
  * - `POST` with `multipart/form-data`: an upload (field `file`).
  * - `GET ?chatId=…`: the chat's history with fresh file URLs; `GET ?bootstrap`: widget features;
- *   `GET …/:chatId/stream` (useChat's resume): 204, nothing to resume.
+ *   `GET …/:chatId/stream` (useChat's resume): the running or just-finished answer from its
+ *   start, or 204 when there is nothing to resume.
  * - `DELETE ?chatId=…`: delete the chat and its files.
  *
  * @example
@@ -89,6 +97,7 @@ export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
     allowedPaths: [
       /^\/v1\/chat$/,
       /^\/v1\/chat\/[^/]+\/stream$/,
+      /^\/v1\/chat\/[^/]+\/stop$/,
       /^\/v1\/chats\/[^/]+$/,
       /^\/v1\/uploads$/,
       /^\/v1\/bootstrap$/,
@@ -147,8 +156,18 @@ export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
     return `/v1/chats/${encodeURIComponent(chatId)}`;
   };
 
+  /** The `:chatId` of a `…/:chatId/<action>` request (never one that names `?chatId=`), else undefined. */
+  const actionSegment = (request: Request, action: ChatAction): string | undefined => {
+    const url = new URL(request.url);
+    if (url.searchParams.has('chatId')) return undefined;
+    return new RegExp(`/([^/]+)/${action}/?$`).exec(url.pathname)?.[1];
+  };
+
   return {
     POST: guarded(async (request) => {
+      // Stop carries no body, so it is told apart by its path before the chat turn's JSON.
+      const stopping = actionSegment(request, 'stop');
+      if (stopping !== undefined) return forward(request, chatActionPath(stopping, 'stop'), { method: 'POST' });
       const contentType = request.headers.get('Content-Type') ?? '';
       if (/^multipart\/form-data/i.test(contentType)) {
         const length = Number(request.headers.get('Content-Length') ?? '0');
@@ -161,16 +180,18 @@ export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
         method: 'POST',
         body: request.body ?? '',
         contentType: 'application/json',
-        headers: { [STREAM_TIMEOUT_HEADER]: String(timeoutMs) },
+        headers: {
+          [STREAM_TIMEOUT_HEADER]: String(timeoutMs),
+          ...(request.headers.get(RESUMABLE_HEADER) === '1' ? { [RESUMABLE_HEADER]: '1' } : {}),
+        },
       });
     }),
     GET: guarded(async (request) => {
       if (new URL(request.url).searchParams.has('bootstrap'))
         return forward(request, '/v1/bootstrap', { method: 'GET' });
-      // `useChat({ resume: true })` asks `${api}/${chatId}/stream`; the API's 204 passes through.
-      const url = new URL(request.url);
-      const resumable = url.searchParams.has('chatId') ? undefined : /\/([^/]+)\/stream\/?$/.exec(url.pathname)?.[1];
-      if (resumable !== undefined) return forward(request, resumePath(resumable), { method: 'GET' });
+      // useChat's resume asks `${api}/${chatId}/stream`; the API's stream or 204 passes through.
+      const resumable = actionSegment(request, 'stream');
+      if (resumable !== undefined) return forward(request, chatActionPath(resumable, 'stream'), { method: 'GET' });
       return forward(request, chatPath(request), { method: 'GET' });
     }),
     DELETE: guarded(async (request) => forward(request, chatPath(request), { method: 'DELETE' })),
@@ -178,8 +199,11 @@ export function createMordnHandler(options: MordnHandlerOptions): MordnHandler {
   };
 }
 
-/** The API path for useChat's resume request of the chat whose (encoded) path segment is `segment`. */
-function resumePath(segment: string): string {
+/**
+ * The API path of `action` (useChat's resume, or stop) on the chat whose (encoded) path segment
+ * is `segment`; an empty, `.` or `..` id is a 400.
+ */
+function chatActionPath(segment: string, action: ChatAction): string {
   let chatId: string;
   try {
     chatId = decodeURIComponent(segment);
@@ -187,9 +211,9 @@ function resumePath(segment: string): string {
     chatId = '';
   }
   if (chatId === '' || chatId === '.' || chatId === '..') {
-    throw new ServiceError('VALIDATION_FAILED', 'The chat id in the stream path is not valid.');
+    throw new ServiceError('VALIDATION_FAILED', `The chat id in the ${action} path is not valid.`);
   }
-  return `/v1/chat/${encodeURIComponent(chatId)}/stream`;
+  return `/v1/chat/${encodeURIComponent(chatId)}/${action}`;
 }
 
 /** The answer deadline to use and hand to the API: the option within the API's range, or the default. */

@@ -18,6 +18,17 @@ export const ProblemSchema = z
       .array(z.object({ path: z.string(), message: z.string() }))
       .optional()
       .openapi({ description: 'Field-level problems (validation errors).' }),
+    limit: z
+      .enum(['tokensPerDay', 'tokensPerMonth', 'sandboxCpuSecondsPerDay', 'storageBytes'])
+      .optional()
+      .openapi({ description: '`LIMIT_REACHED`: which limit.' }),
+    value: z.number().optional().openapi({ description: '`LIMIT_REACHED`: the limit as configured.' }),
+    used: z.number().optional().openapi({ description: '`LIMIT_REACHED`: what is used of it now.' }),
+    resetAt: z.iso
+      .datetime()
+      .nullable()
+      .optional()
+      .openapi({ description: '`LIMIT_REACHED`: the next UTC midnight or month start; null for storage.' }),
   })
   .openapi('Problem');
 
@@ -31,7 +42,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   409: 'Conflicts with the current state.',
   413: 'The request body exceeds its limit.',
   415: 'Unsupported request media type.',
-  429: 'Rate limited; see Retry-After.',
+  429: 'Rate limited (see Retry-After), or a usage limit reached (`LIMIT_REACHED`, see `resetAt`).',
   503: 'Temporarily unavailable.',
 };
 

@@ -10,6 +10,8 @@ export interface Problem {
   code: ErrorCode;
   requestId: string;
   errors?: FieldError[];
+  /** A code's own members (see `ServiceError.fields`). */
+  [member: string]: unknown;
 }
 
 const TITLES: Record<number, string> = {
@@ -36,6 +38,7 @@ export function problemType(code: ErrorCode): string {
 /** The body of a problem response for a service error. */
 export function toProblem(error: ServiceError, requestId: string): Problem {
   return {
+    ...error.fields,
     type: problemType(error.code),
     title: TITLES[error.status] ?? 'Error',
     status: error.status,

@@ -11,7 +11,7 @@ const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** The registered pattern that answered (`/v1/admin/agents/:agentId/keys`), never the raw path. */
-function routeLabel(c: Context<AppEnv>): string {
+export function routeLabel(c: Context<AppEnv>): string {
   const routes = matchedRoutes(c);
   for (let index = routes.length - 1; index >= 0; index -= 1) {
     const route = routes[index];

@@ -5,7 +5,11 @@
  */
 export const MAX_MCP_RESPONSE_BYTES = 1024 * 1024;
 
-/** Room kept for what surrounds a tool result: the JSON-RPC envelope and its id, SSE framing. */
+/**
+ * Room kept for what surrounds a tool result: the JSON-RPC envelope and its id, SSE framing and the
+ * transport's keep-alive comments (13 bytes every 15 s) when the answer is an event stream. Live
+ * output is not in it: it takes its share of the result's budget (see `progressBudget`).
+ */
 export const MCP_FRAMING_ALLOWANCE_BYTES = 4096;
 
 /**

@@ -1,6 +1,7 @@
 import { type CallToolResult, McpServer, type StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
 import type { ToolDefinition } from '../sandbox/tools/definitions.js';
+import type { ProgressNotification } from './exec-progress.js';
 
 export const SANDBOX_SERVER_INSTRUCTIONS = [
   "Tools for the signed-in user's managed sandbox: a persistent workspace shared by all of that user's conversations.",
@@ -58,6 +59,14 @@ export interface ToolCallParameters {
   arguments?: Record<string, unknown> | undefined;
 }
 
+/** What a call's handler gets from the request it serves. */
+export interface ToolCallRequest {
+  /** Aborted when the request is (the client went away or the server closed). */
+  signal: AbortSignal;
+  /** Sends a notification on this call's response (an event stream once one is sent). */
+  notify: (notification: ProgressNotification) => Promise<void>;
+}
+
 /**
  * A fresh MCP server for one stateless request of either protocol era, listing the curated tools
  * (discovery is static: listing them touches nothing) and sending every call to `handle`, which
@@ -66,7 +75,7 @@ export interface ToolCallParameters {
  */
 export function createSandboxMcpServer(
   definitions: readonly ToolDefinition[],
-  handle: (call: ToolCallParameters, signal: AbortSignal) => Promise<CallToolResult>,
+  handle: (call: ToolCallParameters, request: ToolCallRequest) => Promise<CallToolResult>,
 ): McpServer {
   const server = new McpServer(SANDBOX_SERVER_INFO, {
     // The tool list is fixed for the life of a request: there is never a change to announce.
@@ -84,7 +93,10 @@ export function createSandboxMcpServer(
         annotations: definition.annotations,
       },
       (input, context) =>
-        handle({ name: definition.name, arguments: input as Record<string, unknown> }, context.mcpReq.signal),
+        handle(
+          { name: definition.name, arguments: input as Record<string, unknown> },
+          { signal: context.mcpReq.signal, notify: context.mcpReq.notify },
+        ),
     );
   }
   // Registering the tools installed the SDK's `tools/call` handler (it validates with its own
@@ -92,7 +104,10 @@ export function createSandboxMcpServer(
   // in each era's wire form by the SDK's codec.
   server.server.setRequestHandler('tools/call', async (request, context) =>
     server.server.projectCallToolResult(
-      await handle({ name: request.params.name, arguments: request.params.arguments }, context.mcpReq.signal),
+      await handle(
+        { name: request.params.name, arguments: request.params.arguments },
+        { signal: context.mcpReq.signal, notify: context.mcpReq.notify },
+      ),
       undefined,
     ),
   );

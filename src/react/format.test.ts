@@ -8,7 +8,7 @@ import {
   toolProgress,
   unsupportedTypeMessage,
 } from './format.js';
-import { toolCallOf, toolFailureText } from './messages.js';
+import { liveOutputOf, toolCallOf, toolFailureText } from './messages.js';
 import { chatProblemOf, uploadProblemMessage } from './problems.js';
 
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
@@ -66,9 +66,17 @@ describe('tool calls', () => {
     expect(toolProgress({ state: 'input-streaming' })).toBe('running');
     expect(toolProgress({ state: 'input-available' })).toBe('running');
     expect(toolProgress({ state: 'output-available', output: { content: [] } })).toBe('done');
+    expect(toolProgress({ state: 'output-available', output: { output: [] }, preliminary: true })).toBe('running');
     expect(toolProgress({ state: 'output-available', output: { isError: true } })).toBe('failed');
     expect(toolProgress({ state: 'output-error' })).toBe('failed');
     expect(toolProgress({ state: 'output-denied' })).toBe('failed');
+    // Once its answer no longer runs (stopped in this tab), a call that never ended is stopped.
+    expect(toolProgress({ state: 'input-available' }, false)).toBe('stopped');
+    expect(toolProgress({ state: 'output-available', output: { output: [] }, preliminary: true }, false)).toBe(
+      'stopped',
+    );
+    expect(toolProgress({ state: 'output-available', output: { content: [] } }, false)).toBe('done');
+    expect(toolProgress({ state: 'output-error' }, false)).toBe('failed');
   });
 
   it('reads both tool part shapes and the failure text of an isError result', () => {
@@ -95,6 +103,37 @@ describe('tool calls', () => {
     expect(typed).toMatchObject({ toolName: 'sandbox_exec', state: 'output-error' });
     expect(typed && toolFailureText(typed)).toBe('The tool call was interrupted before it finished.');
     expect(toolCallOf({ type: 'text', text: 'hi' })).toBeUndefined();
+  });
+
+  it("shows a running command's preliminary result as its last lines, streams apart", () => {
+    const running = toolCallOf({
+      type: 'tool-sandbox_exec',
+      toolCallId: 'c3',
+      state: 'output-available',
+      input: {},
+      preliminary: true,
+      output: {
+        output: [
+          { stream: 'stdout', text: 'one\ntwo\nthr' },
+          { stream: 'stdout', text: 'ee\n' },
+          { stream: 'stderr', text: 'warn\n' },
+          { stream: 'stdout', text: 'four\nfive' },
+        ],
+        omittedBytes: 12,
+      },
+    });
+    expect(running && liveOutputOf(running)).toEqual([
+      { stream: 'stdout', text: 'one\ntwo\nthree\n' },
+      { stream: 'stderr', text: 'warn\n' },
+      { stream: 'stdout', text: 'four\nfive' },
+    ]);
+    expect(running && liveOutputOf(running, 3)).toEqual([
+      { stream: 'stderr', text: 'warn\n' },
+      { stream: 'stdout', text: 'four\nfive' },
+    ]);
+    // The final result, or another tool's preliminary value, is no live output.
+    expect(running && liveOutputOf({ ...running, preliminary: false })).toBeUndefined();
+    expect(running && liveOutputOf({ ...running, output: { progress: 1 } })).toBeUndefined();
   });
 });
 

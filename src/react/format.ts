@@ -129,22 +129,28 @@ export function toolLabel(toolName: string): string {
 }
 
 /** Where a tool call stands, as the UI shows it. */
-export type ToolProgress = 'running' | 'done' | 'failed';
+export type ToolProgress = 'running' | 'done' | 'failed' | 'stopped';
 
 /** The word shown beside a tool's label for each progress. */
 export const TOOL_PROGRESS_TEXT: Record<ToolProgress, string> = {
   running: 'in progress',
   done: 'done',
   failed: 'failed',
+  stopped: 'stopped',
 };
 
 /**
- * An AI SDK tool part folded into running / done / failed. A result marked `isError` (how Mordn's
- * sandbox tools report a failure to the model) counts as failed, not done.
+ * An AI SDK tool part folded into running / done / failed / stopped. A preliminary result (live
+ * output) is still running while its answer runs, and stopped once the answer no longer does (the
+ * user stopped it, or its stream ended); a result marked `isError` (how Mordn's sandbox tools
+ * report a failure to the model) counts as failed, not done.
  */
-export function toolProgress(part: { state: string; output?: unknown }): ToolProgress {
+export function toolProgress(
+  part: { state: string; output?: unknown; preliminary?: boolean },
+  answerRunning = true,
+): ToolProgress {
   if (part.state === 'output-error' || part.state === 'output-denied') return 'failed';
-  if (part.state !== 'output-available') return 'running';
+  if (part.state !== 'output-available' || part.preliminary) return answerRunning ? 'running' : 'stopped';
   const output = part.output as { isError?: unknown } | null | undefined;
   return output?.isError === true ? 'failed' : 'done';
 }

@@ -4,6 +4,7 @@
  */
 export { FileCard, type FileCardProps } from './file-card.js';
 export { describeAccepted, formatBytes, toolLabel } from './format.js';
+export { type LimitName, type LimitWording, limitReachedMessage } from './limits.js';
 export type { ChatFile, Interruption, Upload } from './messages.js';
 export { MordnChat, type MordnChatProps } from './mordn-chat.js';
 export type { AttachmentFeatures } from './use-attachments.js';

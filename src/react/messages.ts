@@ -1,13 +1,14 @@
 import type { FileUIPart, UIMessage } from 'ai';
 
 /** Why Mordn stored an answer as cut short (`metadata.mordn.interrupted.reason`). */
-export type Interruption = 'stop' | 'disconnect' | 'timeout';
+export type Interruption = 'stop' | 'disconnect' | 'timeout' | 'failed';
 
 /** The note shown under an answer that ended early, by reason. */
 export const INTERRUPTION_NOTES: Record<Interruption, string> = {
   stop: 'Stopped before the answer was finished.',
   disconnect: 'Interrupted: the connection was lost.',
   timeout: 'Interrupted: the answer took too long.',
+  failed: 'Interrupted: the server running the answer stopped.',
 };
 
 /** The interruption Mordn recorded on a message, if any. */
@@ -59,14 +60,42 @@ export interface ToolCallPart {
   state: string;
   output?: unknown;
   errorText?: string;
+  /** The output is a preliminary result: the call still runs. */
+  preliminary?: boolean;
 }
 
 /** A part as a tool call, whichever of the AI SDK's two tool part shapes it has; undefined otherwise. */
 export function toolCallOf(part: UIMessage['parts'][number]): ToolCallPart | undefined {
   if (part.type === 'dynamic-tool') return part;
   if (!part.type.startsWith('tool-') || !('toolCallId' in part)) return undefined;
-  const { toolCallId, state, output, errorText } = part as Omit<ToolCallPart, 'toolName'>;
-  return { toolName: part.type.slice('tool-'.length), toolCallId, state, output, ...(errorText ? { errorText } : {}) };
+  const { toolCallId, state, output, errorText, preliminary } = part as Omit<ToolCallPart, 'toolName'>;
+  return { toolName: part.type.slice('tool-'.length), toolCallId, state, output, errorText, preliminary };
+}
+
+/** One stretch of a running command's output, all of one stream. */
+export interface OutputPiece {
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
+
+/**
+ * The output a running `sandbox_exec` shows, from its preliminary result
+ * (`{ output: [{ stream, text }], omittedBytes }`), cut to its last `maxLines` lines (pieces of one
+ * stream merged); undefined for a call without one.
+ */
+export function liveOutputOf(part: ToolCallPart, maxLines = 200): OutputPiece[] | undefined {
+  const pieces = (part.output as { output?: unknown } | undefined)?.output;
+  if (!part.preliminary || !Array.isArray(pieces)) return undefined;
+  const lines = (pieces as OutputPiece[]).flatMap(({ stream, text }) =>
+    text.split(/(?<=\n)/).map((line) => ({ stream, text: line })),
+  );
+  const shown: OutputPiece[] = [];
+  for (const line of lines.slice(-maxLines)) {
+    const last = shown.at(-1);
+    if (last?.stream === line.stream) last.text += line.text;
+    else shown.push(line);
+  }
+  return shown;
 }
 
 /**

@@ -23,7 +23,11 @@ export interface MordnChatProps {
   api?: string;
   /** The conversation to open; its history is loaded on mount. Without one, a new chat starts. */
   chatId?: string;
-  /** Ask `<api>/<chatId>/stream` for an answer still streaming (mount that route first). Default false. */
+  /**
+   * Re-attach to an answer still running: after the history loads (so a reload mid-answer shows it
+   * continuing) and, with backoff, after the stream drops. Asks `<api>/<chatId>/stream`; `false`
+   * for an endpoint without that route. Default true.
+   */
   resume?: boolean;
   /** The message box's placeholder. */
   placeholder?: string;
@@ -39,6 +43,14 @@ export interface MordnChatProps {
 }
 
 const ROLE_NAMES: Partial<Record<UIMessage['role'], string>> = { user: 'You', assistant: 'Assistant' };
+/** Chat turns ask for an answer that outlives a dropped connection, so it can be re-attached. */
+const RESUMABLE = { headers: { 'X-Chat-Resumable': '1' } };
+
+/** The chat's stored messages with fresh download links (or `unavailable` files); undefined for a new chat (404). */
+async function history(api: string, chatId: string, headers: Record<string, string>) {
+  const response = await fetch(`${api}?chatId=${encodeURIComponent(chatId)}`, { headers });
+  return response.ok ? ((await response.json()).messages as UIMessage[]) : undefined;
+}
 
 /**
  * A complete chat against a Mordn endpoint, on the AI SDK's `useChat`: history, streaming answers,
@@ -57,7 +69,7 @@ const ROLE_NAMES: Partial<Record<UIMessage['role'], string>> = { user: 'You', as
 export function MordnChat({
   api = '/api/chat',
   chatId,
-  resume = false,
+  resume = true,
   placeholder = 'Ask about your files…',
   label = 'Chat',
   className,
@@ -75,12 +87,17 @@ export function MordnChat({
   const attachments = useAttachments(api, sent);
   const features = attachments.features;
   const lastSent = useRef<{ text: string; files: Upload[] }>(undefined);
+  // Re-attaching after a drop: the run under way (a token; none when idle), how the latest request ended.
+  const retry = useRef<{ run?: object; seen: string }>({ seen: '' });
+  const [reconnecting, setReconnecting] = useState(false);
 
-  const { messages, setMessages, sendMessage, status, error, stop, clearError } = useChat({
+  const { id, messages, setMessages, sendMessage, status, error, stop, clearError, resumeStream } = useChat({
     ...(chatId === undefined ? {} : { id: chatId }),
     transport,
-    resume,
-    onFinish: ({ message, isAbort, isDisconnect, isError }) => {
+    onFinish: ({ message, messages: all, isAbort, isDisconnect, isError }) => {
+      retry.current.seen = isDisconnect ? 'drop' : isError ? 'error' : 'done';
+      // An answer that had begun streaming keeps running on the server: re-attach to it.
+      if (isDisconnect && all.at(-1)?.id === message.id) reattach();
       if (isError) return;
       if (isAbort || isDisconnect) {
         const reason = isAbort ? 'stop' : 'disconnect';
@@ -94,6 +111,7 @@ export function MordnChat({
     },
     // A refused turn (nothing answered; a lost connection may have arrived) goes back to the composer.
     onError: (failure) => {
+      retry.current.seen = failure instanceof TypeError ? 'drop' : 'error';
       const turn = lastSent.current;
       lastSent.current = undefined;
       if (!turn || failure instanceof TypeError || messages.at(-1)?.role !== 'user') return;
@@ -103,23 +121,57 @@ export function MordnChat({
     },
   });
 
-  // History with fresh download links (or `unavailable` files, with an empty URL); a new chat answers 404.
+  // The history first, then the answer still running, if any (it replays from its start).
   useEffect(() => {
     if (chatId === undefined) return;
     let current = true;
-    fetch(`${api}?chatId=${encodeURIComponent(chatId)}`, { headers: sent })
-      .then(async (response) => {
-        if (current && response.ok) setMessages((await response.json()).messages);
-      })
-      .catch(() => {
-        if (current) setAnnouncement('This chat could not be loaded.');
-      });
+    history(api, chatId, sent).then(
+      (stored) => {
+        if (!current) return;
+        if (stored) setMessages(stored);
+        // A question without its answer yet: the answer is running (or just lost); replay it.
+        if (resume && stored?.at(-1)?.role === 'user') resumeStream();
+      },
+      () => current && setAnnouncement('This chat could not be loaded.'),
+    );
     return () => {
       current = false;
+      retry.current.run = undefined;
+      setReconnecting(false);
     };
-  }, [api, chatId, sent, setMessages]);
+  }, [api, chatId, sent, setMessages, resume, resumeStream]);
 
-  const problem = error ? chatProblemOf(error) : undefined;
+  /** Re-attaches after 0.5, 1, 2, 4 and 8 s, until the stored answer shows or a replay streams to its end. */
+  async function reattach() {
+    if (retry.current.run || !resume) return;
+    const run = {};
+    retry.current.run = run;
+    setReconnecting(true);
+    setAnnouncement('Reconnecting…');
+    for (let wait = 500; wait < 9e3; wait *= 2) {
+      await new Promise((done) => setTimeout(done, wait));
+      // Stopped, unmounted or moved to another chat meanwhile: that took the state over.
+      if (retry.current.run !== run) return;
+      // Stored already: the history has it as kept (its notes, fresh links); else it still runs.
+      const stored = await history(api, id, sent).catch(() => undefined);
+      if (retry.current.run !== run) return;
+      if (!stored) continue;
+      if (stored.at(-1)?.role === 'assistant') {
+        clearError();
+        setMessages(stored);
+        break;
+      }
+      retry.current.seen = '';
+      await resumeStream();
+      if (retry.current.seen !== 'drop') break;
+    }
+    if (retry.current.run !== run) return;
+    retry.current.run = undefined;
+    setReconnecting(false);
+    setAnnouncement((text) => (text === 'Reconnecting…' ? '' : text));
+  }
+
+  const problem = error && !reconnecting ? chatProblemOf(error) : undefined;
   const problemMessage = problem?.message;
   useEffect(() => {
     if (problemMessage) setAnnouncement(problemMessage);
@@ -135,7 +187,7 @@ export function MordnChat({
     if (progress) end.current?.scrollIntoView?.({ block: 'nearest' });
   }, [progress]);
 
-  const busy = status === 'submitted' || status === 'streaming';
+  const busy = status === 'submitted' || status === 'streaming' || reconnecting;
   const canSend = !busy && !attachments.uploading && (input.trim() !== '' || attachments.pending.length > 0);
 
   function send(event: FormEvent<HTMLFormElement>) {
@@ -146,7 +198,7 @@ export function MordnChat({
     setAnnouncement('');
     const files = attachments.take();
     lastSent.current = { text: input, files };
-    sendMessage({ text: input, files: files.map(toFilePart) });
+    sendMessage({ text: input, files: files.map(toFilePart) }, resume ? RESUMABLE : undefined);
     setInput('');
     messageBox.current?.focus();
   }
@@ -158,7 +210,11 @@ export function MordnChat({
     event.currentTarget.form?.requestSubmit();
   }
 
+  // Stops the answer on the server (wherever it runs), then this page's own request; no re-attaching.
   function onStop() {
+    retry.current.run = undefined;
+    setReconnecting(false);
+    fetch(`${api}/${encodeURIComponent(id)}/stop`, { method: 'POST', headers: sent }).catch(() => undefined);
     stop();
     messageBox.current?.focus();
   }
@@ -170,8 +226,10 @@ export function MordnChat({
         {messages.length === 0 && status === 'ready' ? (
           <li className="mordn-empty">Ask a question{features?.enabled ? ', or attach a file to work on' : ''}.</li>
         ) : null}
-        {messages.map((message) => {
+        {messages.map((message, at) => {
           const interruption = interruptionOf(message);
+          // Only the answer being streamed shows live output, with a Stop beside it.
+          const live = busy && at === messages.length - 1 ? onStop : undefined;
           return (
             <li key={message.id} className={`mordn-message mordn-${message.role}`}>
               <span className="mordn-visually-hidden">{ROLE_NAMES[message.role] ?? message.role}:</span>
@@ -186,7 +244,7 @@ export function MordnChat({
                 }
                 if (part.type === 'file') return <FileCard key={key} file={part} />;
                 const tool = toolCallOf(part);
-                return tool ? <ToolCall key={key} part={tool} /> : null;
+                return tool ? <ToolCall key={key} part={tool} onStop={live} /> : null;
               })}
               {interruption ? (
                 <p className="mordn-interrupted interrupted">{INTERRUPTION_NOTES[interruption]}</p>
@@ -203,10 +261,16 @@ export function MordnChat({
         ) : null}
         <li ref={end} className="mordn-end" aria-hidden="true" />
       </ol>
+      {reconnecting ? <p className="mordn-hint mordn-reconnecting">Reconnecting…</p> : null}
 
       {problem?.kind === 'sandbox-unavailable' ? (
         <div className="mordn-notice mordn-guidance">
           <p className="mordn-notice-title">Sandboxes are not available</p>
+          <p>{problem.message}</p>
+        </div>
+      ) : problem?.kind === 'limit-reached' ? (
+        <div className="mordn-notice mordn-guidance mordn-limit">
+          <p className="mordn-notice-title">Usage limit reached</p>
           <p>{problem.message}</p>
         </div>
       ) : problem ? (

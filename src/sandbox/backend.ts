@@ -58,9 +58,39 @@ export interface SandboxBackend {
    */
   usage(workspaceId: string): Promise<WorkspaceMeasure>;
 
+  /**
+   * What the workspace's current sandbox (its cgroup or container) has used, for metering;
+   * undefined when none runs. Readings of one instance only grow.
+   */
+  resources?(workspaceId: string): Promise<WorkspaceResources | undefined>;
+
+  /** Workspaces whose sandbox runs now where this backend can read it (for periodic metering). */
+  runningWorkspaces?(): Promise<string[]>;
+
   /** Stops every sandbox this backend runs (their workspaces stay); for shutdown. */
   close?(): Promise<void>;
 }
+
+/**
+ * One reading of a workspace sandbox's own accounting: every process it ever ran counts, those a
+ * command left behind and those already gone included.
+ */
+export interface WorkspaceResources {
+  /** CPU time (user + system) of the sandbox instance since it started. */
+  cpuSeconds: number;
+  /** Memory charged to the sandbox now, less the inactive page cache (as `docker stats` shows it). */
+  memoryBytes: number;
+  /** Names the sandbox instance; a sandbox made again (its counters back at 0) has another. */
+  instance: string;
+  /** When the instance started (epoch ms): a later instance has a later one. */
+  startedAt: number;
+}
+
+/**
+ * Receives a sandbox's last reading just before the backend stops it (idle, shutdown, removal):
+ * what it used since the previous reading is not lost with it. Must not throw; it is awaited.
+ */
+export type FinalReading = (workspaceId: string, resources: WorkspaceResources) => Promise<void>;
 
 /** A workspace's measured size. */
 export interface WorkspaceMeasure {
@@ -84,7 +114,15 @@ export interface ExecOptions {
    * inside its sandbox (see `CommandEnvironment`); absent: nothing is added and no proxy is named.
    */
   environment?: CommandEnvironment;
+  /**
+   * Called with each chunk of output as the command writes it, before any cap, for live output;
+   * absent: nothing is called and nothing more is done per chunk. It must not throw.
+   */
+  onOutput?: (stream: OutputStreamName, chunk: Buffer) => void;
 }
+
+/** The two output streams of a command. */
+export type OutputStreamName = 'stdout' | 'stderr';
 
 export interface ExecResult {
   /** Null when the process was killed. */
@@ -96,6 +134,11 @@ export interface ExecResult {
   timedOut: boolean;
   aborted: boolean;
   durationMs: number;
+  /**
+   * CPU time (user + system, seconds) of the command and every process it started that ended
+   * with it, for traces and metering; absent when the backend cannot tell. Not shown to the model.
+   */
+  cpuSeconds?: number;
   /** The kernel killed the command because the workspace reached its memory limit. */
   outOfMemory?: boolean;
   /** The workspace's filesystem was full (bytes or files) when the command ended. */

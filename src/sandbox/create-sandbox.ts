@@ -4,7 +4,9 @@ import type { Config } from '../config.js';
 import type { DatabaseSchema } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import type { HttpMetrics } from '../metrics.js';
-import type { SandboxBackend } from './backend.js';
+import { createSandboxMeter, type SandboxMeter } from '../usage/sandbox-meter.js';
+import type { UsageSink } from '../usage/usage-types.js';
+import type { FinalReading, SandboxBackend } from './backend.js';
 import { createBwrapBackend } from './bwrap/bwrap-backend.js';
 import { createDockerBackend } from './docker/docker-backend.js';
 import type { ResolveAll } from './egress/destinations.js';
@@ -21,6 +23,7 @@ function createBackend(
   config: Config,
   logger: Logger,
   onTunnel: (workspaceId: string, tunnel: TunnelStream) => void,
+  onFinalReading: FinalReading,
 ): SandboxBackend {
   const { sandbox } = config;
   const workspacesDir = path.join(config.dataDir, 'workspaces');
@@ -42,6 +45,7 @@ function createBackend(
       weakLimits: sandbox.weakLimits,
       idleMs: sandbox.idleSeconds * 1000,
       onTunnel,
+      onFinalReading,
     });
   }
   return createBwrapBackend({
@@ -54,6 +58,7 @@ function createBackend(
     warmSandboxes: sandbox.warmSandboxes,
     onWarning: (message) => logger.warn({ backend: 'bwrap' }, message),
     onTunnel,
+    onFinalReading,
   });
 }
 
@@ -71,6 +76,11 @@ export function createSandboxRuntime(
     backend?: SandboxBackend;
     /** The resolver the egress proxy looks names up with (default: the host's). */
     resolve?: ResolveAll;
+    /**
+     * Where sandbox usage goes (CPU, memory, disk); none is metered without it. A backend passed
+     * in gets no last reading before its sandboxes stop unless built with the meter's `billReading`.
+     */
+    usage?: UsageSink;
   },
 ): SandboxRuntime | undefined {
   if (!config.sandbox.enabled) return undefined;
@@ -87,10 +97,30 @@ export function createSandboxRuntime(
     logger: options.logger,
     ...(metrics ? { observe: (decision, reason) => metrics.observeEgress(decision, reason) } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
+    ...(options.usage ? { usage: options.usage } : {}),
   });
+  // The backend hands its sandboxes' last readings to the meter, which reads the backend.
+  let meter: SandboxMeter | undefined;
   const backend =
     options.backend ??
-    createBackend(config, options.logger, (workspaceId, tunnel) => egress.serve(workspaceId, tunnel));
+    createBackend(
+      config,
+      options.logger,
+      (workspaceId, tunnel) => egress.serve(workspaceId, tunnel),
+      async (workspaceId, resources) => meter?.billReading(workspaceId, resources),
+    );
+  if (options.usage) {
+    meter = createSandboxMeter({
+      db: options.db,
+      backend,
+      sink: options.usage,
+      logger: options.logger,
+      sampleSeconds: config.sandbox.usageSampleSeconds,
+      // A busy workspace is read at most every 2 s after its calls; the sampler and the last
+      // reading before a stop bill the rest.
+      callReadingIntervalMs: 2_000,
+    });
+  }
   const probe = createCachedProbe(() => backend.probe(), { ttlMs: PROBE_TTL_MS, logger: options.logger });
   return {
     backend,
@@ -98,5 +128,6 @@ export function createSandboxRuntime(
     problem: () => probe.problem(),
     ...(options.authorize ? { authorize: options.authorize } : {}),
     egress,
+    ...(meter ? { meter } : {}),
   };
 }

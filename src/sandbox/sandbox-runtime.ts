@@ -1,3 +1,4 @@
+import type { SandboxMeter } from '../usage/sandbox-meter.js';
 import type { SandboxBackend } from './backend.js';
 import type { EgressProxy } from './egress/egress-proxy.js';
 import type { ToolAuthorizer } from './execution-policy.js';
@@ -17,4 +18,6 @@ export interface SandboxRuntime {
   authorize?: ToolAuthorizer;
   /** The policy proxy, every sandbox's only way out (see `createEgressProxy`). */
   egress?: EgressProxy;
+  /** Meters what the sandboxes use (CPU, memory, disk), when usage is recorded. */
+  meter?: SandboxMeter;
 }

@@ -8,6 +8,9 @@ import type { DatabaseSchema } from '../db/schema.js';
 import { ServiceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { FileStorage } from '../storage/file-storage.js';
+import { traceSandboxCall } from '../telemetry/sandbox-spans.js';
+import { sandboxCpuRefusal } from '../usage/limits.js';
+import type { UsageRecorder } from '../usage/usage-ledger.js';
 import { type EffectivePolicy, effectivePolicy } from './egress/effective-policy.js';
 import { authorizeToolCall } from './execution-policy.js';
 import { evaluateSandboxGate, sandboxGateDependencies } from './gate.js';
@@ -31,10 +34,15 @@ export interface SandboxCallDependencies {
   sandbox: SandboxRuntime | undefined;
   storage: FileStorage;
   logger: Logger;
+  /** Where each call that ran is counted (by tool and outcome); without it no limit is checked either. */
+  usage?: UsageRecorder;
 }
 
-/** Why a call may not run, reported to the model as an `isError` result. */
-export type Refusal = { code: ToolErrorCode; message: string };
+/**
+ * Why a call may not run, reported to the model as an `isError` result; a limit reached carries
+ * the same `limit`, `value`, `used` and `resetAt` as the HTTP problem.
+ */
+export type Refusal = { code: ToolErrorCode; message: string } & Partial<Record<string, string | number | null>>;
 
 export type Admission =
   | { kind: 'refused'; refusal: Refusal }
@@ -115,6 +123,11 @@ export async function checkToolCall(
     principal,
   });
   if (!decision.allowed) return { kind: 'refused', refusal: { code: 'POLICY_DENIED', message: decision.reason } };
+  // Over the day's CPU limit nothing new starts; a call already running finishes.
+  const overLimit = deps.usage ? await sandboxCpuRefusal(deps.db, principal, Date.now()) : undefined;
+  if (overLimit) {
+    return { kind: 'refused', refusal: { code: 'LIMIT_REACHED', message: overLimit.message, ...overLimit.fields } };
+  }
   const network = effectivePolicy(operator.egress, principal.tenantId, publishedConfig);
   return { kind: 'checked', tool: checked.tool, input: checked.input, runtime, network };
 }
@@ -177,6 +190,14 @@ function refreshUsageInBackground(deps: SandboxCallDependencies, runtime: Sandbo
 
 export type ToolOutcome = { ok: true; result: unknown } | { ok: false; error: Refusal };
 
+/** How one admitted call runs: its abort signal, its request id and, optionally, its live output. */
+export interface AdmittedCallOptions {
+  signal: AbortSignal;
+  requestId: string;
+  /** Receives `sandbox_exec` output as the command writes it (other tools ignore it). */
+  onOutput?: ToolContext['onOutput'];
+}
+
 /**
  * Runs an admitted call in the caller's own workspace and always releases its slot. Failures
  * come back as stable codes; nothing from an unexpected error reaches the model. Every call that
@@ -186,7 +207,7 @@ export async function runAdmittedCall(
   deps: SandboxCallDependencies,
   admission: Extract<Admission, { kind: 'admitted' }>,
   principal: AgentPrincipal,
-  call: { signal: AbortSignal; requestId: string },
+  call: AdmittedCallOptions,
 ): Promise<ToolOutcome> {
   const { runtime, workspace } = admission;
   const startedAt = Date.now();
@@ -209,9 +230,16 @@ export async function runAdmittedCall(
       signal: call.signal,
       network: admission.network,
       ...(runtime.egress ? { egress: runtime.egress } : {}),
+      ...(call.onOutput ? { onOutput: call.onOutput } : {}),
+      ...(deps.usage ? { usage: deps.usage } : {}),
     };
     try {
-      const result = await dispatchSandboxTool(context, admission.tool, admission.input);
+      const result = await traceSandboxCall(
+        admission.tool,
+        admission.input,
+        { captureContent: deps.config.telemetry.captureContent },
+        () => dispatchSandboxTool(context, admission.tool, admission.input),
+      );
       if (admission.tool === 'sandbox_exec') refreshUsageInBackground(deps, runtime, workspace.id);
       ok = true;
       return { ok: true, result };
@@ -225,15 +253,18 @@ export async function runAdmittedCall(
     if (toolError.code === 'INTERNAL') {
       deps.logger.error({ requestId: call.requestId, tool: admission.tool, err: error }, 'sandbox tool failed');
     }
-    return { ok: false, error: { code: toolError.code, message: toolError.message } };
+    return { ok: false, error: { code: toolError.code, message: toolError.message, ...toolError.fields } };
   } finally {
     await finishWorkspaceCall(deps.db, workspace.id, admission.leaseId, update).catch((error: unknown) =>
       deps.logger.warn({ requestId: call.requestId, err: error }, 'could not release a workspace lease'),
     );
     const { tenantId, agentId, userId } = principal;
     const durationMs = Date.now() - startedAt;
+    deps.usage?.addToolCall({ tenantId, agentId, userId }, { tool: admission.tool, ok });
     await recordToolCall(deps.db, { tenantId, agentId, userId, tool: admission.tool, startedAt, durationMs, ok }).catch(
       (error: unknown) => deps.logger.warn({ requestId: call.requestId, err: error }, 'could not record a tool call'),
     );
+    // The sandbox's CPU since its last reading, billed without holding up the result.
+    runtime.meter?.afterCall(workspace.id);
   }
 }

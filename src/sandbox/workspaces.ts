@@ -17,7 +17,9 @@ export interface Workspace {
   lastUsedAt: number;
 }
 
-function toWorkspace(row: Omit<WorkspacesTable, 'bytes' | 'lease_epoch'> & { bytes: number }): Workspace {
+function toWorkspace(
+  row: Pick<WorkspacesTable, Exclude<(typeof COLUMNS)[number], 'bytes'>> & { bytes: number },
+): Workspace {
   return {
     id: row.id,
     tenantId: row.tenant_id,

@@ -66,10 +66,16 @@ export async function createStorage(config: Config): Promise<StorageSetup> {
       checksums,
       urlTtlSeconds,
     });
-    return routeArtifactsThroughService(
-      s3,
-      createDownloadSigner({ publicUrl: config.publicUrl, signingSecret, urlTtlSeconds }),
-    );
+    return {
+      ...routeArtifactsThroughService(
+        s3,
+        createDownloadSigner({ publicUrl: config.publicUrl, signingSecret, urlTtlSeconds }),
+      ),
+      signingSecret,
+    };
   }
-  return createFsStorage({ dataDir: config.dataDir, publicUrl: config.publicUrl, signingSecret, urlTtlSeconds });
+  return {
+    ...createFsStorage({ dataDir: config.dataDir, publicUrl: config.publicUrl, signingSecret, urlTtlSeconds }),
+    signingSecret,
+  };
 }

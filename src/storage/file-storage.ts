@@ -79,4 +79,6 @@ export interface LocalDownloads {
 export interface StorageSetup {
   storage: FileStorage;
   localDownloads?: LocalDownloads;
+  /** The secret its links are signed with (`MORDN_SIGNING_SECRET`, or the one kept in the data directory). */
+  signingSecret: string;
 }

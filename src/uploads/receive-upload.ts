@@ -13,6 +13,7 @@ import { DurableFileWriter } from '../storage/durable-file-writer.js';
 import type { FileStorage } from '../storage/file-storage.js';
 import { createStoragePath } from '../storage/storage-path.js';
 import { temporaryFilePath } from '../temporary-files.js';
+import { admitStoredBytes } from '../usage/limits.js';
 import { type FileOwner, registerStoredFile, type StoredFile } from './file-registry.js';
 import { sanitizeFilename } from './filename.js';
 import { inspectFile } from './inspect.js';
@@ -266,6 +267,8 @@ export async function receiveUpload(
   upload: IncomingUpload,
 ): Promise<StoredFile> {
   if (!policy.enabled) throw new ServiceError('UPLOADS_DISABLED', 'This agent does not accept attachments.');
+  // At the storage limit already: refused before a byte is read.
+  await admitStoredBytes(deps.db, owner, 1);
   const spooled = await spoolFile(deps, policy, upload);
   try {
     const filename = sanitizeFilename(spooled.filename);
@@ -285,6 +288,7 @@ export async function receiveUpload(
       );
     }
     if (spooled.size > limit) throw tooLarge(limit, `the ${inspection.mediaType} limit`);
+    await admitStoredBytes(deps.db, owner, spooled.size);
 
     const file: StoredFile = {
       storagePath: createStoragePath('upload'),

@@ -5,7 +5,15 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readJson } from '../support/json.js';
 import { browserUnavailableReason, launchChromium } from './support/browser.js';
-import { axeContext, axeViolations, ensureConsoleBuilt, statusValue } from './support/console-page.js';
+import {
+  axeContext,
+  axeViolations,
+  CONSOLE_SCREENSHOTS,
+  ensureConsoleBuilt,
+  reportFailedStep,
+  statusValue,
+  watchConsolePage,
+} from './support/console-page.js';
 import { type MordnService, startMordnService } from './support/mordn-service.js';
 
 /** The admin token `startMordnService` gives `mordn serve` (a copy: that module does not export it). */
@@ -15,7 +23,6 @@ const TENANT = 'Egress tenant';
 const AGENT = 'Egress agent';
 const PACKAGE_INDEX = 'https://pypi.mirror.example/simple/';
 const BAD_ENTRY = 'https://api.example.org/path';
-const SCREENSHOTS = 'test-results/console';
 
 const unavailable = browserUnavailableReason();
 if (unavailable) console.warn(`Skipping the console egress browser test: ${unavailable}.`);
@@ -60,7 +67,7 @@ describe.skipIf(unavailable !== undefined)('sandbox egress in the console, in Ch
   beforeAll(async () => {
     const built = await ensureConsoleBuilt();
     if (built) console.log('console: built dist/console');
-    await mkdir(SCREENSHOTS, { recursive: true });
+    await mkdir(CONSOLE_SCREENSHOTS, { recursive: true });
     mordn = await startMordnService({
       MORDN_SANDBOX_ENABLED: 'true',
       MORDN_SANDBOX_BACKEND: 'bwrap',
@@ -71,25 +78,12 @@ describe.skipIf(unavailable !== undefined)('sandbox egress in the console, in Ch
     browser = await launchChromium();
     context = await browser.newContext();
     page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.on('console', (message) => {
-      if (/content[- ]security[- ]policy/i.test(message.text())) cspViolations.push(message.text());
-    });
+    watchConsolePage(page, { pageErrors, cspViolations });
   }, 180_000);
 
   afterEach(async ({ task }) => {
     if (task.result?.state !== 'fail' || !page) return;
-    const name = task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40);
-    await page.screenshot({ path: `${SCREENSHOTS}/failed-egress-${name}.png`, fullPage: true }).catch(() => undefined);
-    const text =
-      (await page
-        .locator('body')
-        .textContent()
-        .catch(() => '')) ?? '';
-    console.log(
-      `failed at ${page.url()}:\n${text.slice(0, 3_000)}\n\nmordn:\n${mordn.process.stderr.join('').slice(-4_000)}`,
-    );
+    await reportFailedStep(page, task.name, 'egress-', `mordn:\n${mordn.process.stderr.join('').slice(-4_000)}`);
   });
 
   afterAll(async () => {
@@ -153,7 +147,7 @@ describe.skipIf(unavailable !== undefined)('sandbox egress in the console, in Ch
     expect(await allow.getAttribute('aria-invalid')).toBe('true');
     const errorsId = await config.locator('.field-errors').getAttribute('id');
     expect((await allow.getAttribute('aria-describedby'))?.split(' ')).toContain(errorsId);
-    await config.screenshot({ path: `${SCREENSHOTS}/agent-network-invalid.png` });
+    await config.screenshot({ path: `${CONSOLE_SCREENSHOTS}/agent-network-invalid.png` });
 
     // Fixed: the server stores the entries normalised, and the editor shows them so.
     await allow.fill('api.example.com\nFiles.Example.NET:8443');
@@ -172,7 +166,7 @@ describe.skipIf(unavailable !== undefined)('sandbox egress in the console, in Ch
       mode: 'allowlist',
       allow: ['api.example.com', 'files.example.net:8443'],
     });
-    await config.screenshot({ path: `${SCREENSHOTS}/agent-network.png` });
+    await config.screenshot({ path: `${CONSOLE_SCREENSHOTS}/agent-network.png` });
     expectCleanPage();
   });
 
@@ -260,7 +254,7 @@ describe.skipIf(unavailable !== undefined)('sandbox egress in the console, in Ch
     expect(await time.textContent()).toMatch(/\d:\d\d:\d\d/);
     expect(await rows.nth(1).getByRole('link', { name: agentId }).getAttribute('href')).toBe(`#/agents/${agentId}`);
     expect(await egress.getByRole('button', { name: 'Load more' }).count()).toBe(0);
-    await egress.screenshot({ path: `${SCREENSHOTS}/tenant-egress.png` });
+    await egress.screenshot({ path: `${CONSOLE_SCREENSHOTS}/tenant-egress.png` });
 
     // Fifty to a page: with fifty older refusals, the last two rows come with "Load more".
     recordEgress(

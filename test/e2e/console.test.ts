@@ -12,12 +12,15 @@ import {
 import { browserUnavailableReason, launchChromium } from './support/browser.js';
 import {
   axeContext,
+  CONSOLE_SCREENSHOTS,
   ensureConsoleBuilt,
   FOCUSED_NAME,
   literal,
   renderedLines,
+  reportFailedStep,
   seriousViolations,
   statusValue,
+  watchConsolePage,
 } from './support/console-page.js';
 import { type MordnService, startMordnService } from './support/mordn-service.js';
 
@@ -33,7 +36,6 @@ const PUBLISH_FIRST =
 const CANARY_PREFIX = `canary-${randomBytes(6).toString('hex')}`;
 const CANARY = `${CANARY_PREFIX}-42`;
 const ANSWER = `The sandbox printed ${CANARY}.`;
-const SCREENSHOTS = 'test-results/console';
 
 /**
  * The model: with no tool result since the user's message, run the canary in the sandbox; then
@@ -75,7 +77,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
 
   const previewUser = () => `console-preview:${sessionId}`;
   const actor = () => `console:${sessionId}`;
-  const shot = (name: string) => page.screenshot({ path: `${SCREENSHOTS}/${name}.png`, fullPage: true });
+  const shot = (name: string) => page.screenshot({ path: `${CONSOLE_SCREENSHOTS}/${name}.png`, fullPage: true });
   /** A request from Node with the session cookie (and only the headers given). */
   const withCookie = (route: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) =>
     fetch(`${mordn.url}${route}`, {
@@ -107,7 +109,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
   beforeAll(async () => {
     const built = await ensureConsoleBuilt();
     if (built) console.log('console: built dist/console');
-    await mkdir(SCREENSHOTS, { recursive: true });
+    await mkdir(CONSOLE_SCREENSHOTS, { recursive: true });
     model = await startScriptedModelServer(script);
     mordn = await startMordnService({
       MORDN_SANDBOX_ENABLED: 'true',
@@ -118,11 +120,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     browser = await launchChromium();
     context = await browser.newContext();
     page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.on('console', (message) => {
-      if (/content[- ]security[- ]policy/i.test(message.text())) cspViolations.push(message.text());
-    });
+    watchConsolePage(page, { pageErrors, cspViolations });
     page.on('request', (request) => visited.push(request.url()));
     page.on('response', (response) => {
       if (response.status() === 404) notFound.push(`${response.request().method()} ${response.url()}`);
@@ -134,14 +132,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
   // A failed step leaves its page behind: a screenshot and the page's text, to see what the SPA showed.
   afterEach(async ({ task }) => {
     if (task.result?.state !== 'fail' || !page) return;
-    const name = task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40);
-    await page.screenshot({ path: `${SCREENSHOTS}/failed-${name}.png`, fullPage: true }).catch(() => undefined);
-    const text =
-      (await page
-        .locator('body')
-        .textContent()
-        .catch(() => '')) ?? '';
-    console.log(`failed at ${page.url()}:\n${text.slice(0, 3_000)}`);
+    await reportFailedStep(page, task.name);
   });
 
   afterAll(async () => {
@@ -248,7 +239,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     secrets.push(keySecret);
     await keys.getByText('Store this key now: it will not be shown again.', { exact: true }).waitFor();
     await keys.getByRole('row').filter({ hasText: keyId }).getByText('Active').waitFor();
-    await keys.screenshot({ path: `${SCREENSHOTS}/agent-keys.png` });
+    await keys.screenshot({ path: `${CONSOLE_SCREENSHOTS}/agent-keys.png` });
 
     // Away and back: the secret is gone for good.
     await nav('Tenants').click();
@@ -295,7 +286,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     const saved = await readJson(await withCookie(`/v1/admin/agents/${agentId}/config`));
     expect(saved.draft.runtime).toEqual({ sandbox: { enabled: true } });
     expect(saved.published.runtime).toBeUndefined();
-    await config.screenshot({ path: `${SCREENSHOTS}/agent-config.png` });
+    await config.screenshot({ path: `${CONSOLE_SCREENSHOTS}/agent-config.png` });
     expectCleanPage();
   });
 
@@ -329,7 +320,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     expect(historyLoads.filter((load) => load.status !== 200)).toEqual([]);
     await page
       .getByRole('region', { name: 'Preview', exact: true })
-      .screenshot({ path: `${SCREENSHOTS}/agent-preview-publish-first.png` });
+      .screenshot({ path: `${CONSOLE_SCREENSHOTS}/agent-preview-publish-first.png` });
     expectCleanPage();
   });
 
@@ -372,7 +363,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     const tool = chat.locator('.mordn-tool[data-progress="done"]', { hasText: 'Running code' });
     expect(await tool.count()).toBe(1);
     expect(await chat.locator('.mordn-tool').allTextContents()).toEqual(['Running codedone']);
-    await preview.screenshot({ path: `${SCREENSHOTS}/agent-preview.png` });
+    await preview.screenshot({ path: `${CONSOLE_SCREENSHOTS}/agent-preview.png` });
     await shot('agent');
     expectCleanPage();
   });
@@ -408,7 +399,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
     expect(await counted('Chats').count()).toBe(0);
     await panel.getByLabel('Chats').check();
     await counted('Chats').locator('dd').getByText('1', { exact: true }).waitFor();
-    await workspaces.screenshot({ path: `${SCREENSHOTS}/workspaces-dry-run.png` });
+    await workspaces.screenshot({ path: `${CONSOLE_SCREENSHOTS}/workspaces-dry-run.png` });
     // Labels are laid out in whole words ("Workspaces", never "WORKSPACE / S"), from a phone's width
     // up, also where labels come out larger (a browser's minimum font size, a wider font): set here
     // through the CSSOM, which the console's CSP allows.
@@ -438,7 +429,7 @@ describe.skipIf(unavailable !== undefined)('the web operator console in Chromium
       .waitFor();
     await workspaces.getByText('No workspaces yet.').waitFor();
     expect(await workspaces.getByRole('row').filter({ hasText: previewUser() }).count()).toBe(0);
-    await workspaces.screenshot({ path: `${SCREENSHOTS}/workspaces.png` });
+    await workspaces.screenshot({ path: `${CONSOLE_SCREENSHOTS}/workspaces.png` });
     const listed = await readJson(await withCookie(`/v1/admin/agents/${agentId}/workspaces`));
     expect(listed.items).toEqual([]);
     expectCleanPage();

@@ -4,13 +4,14 @@ import { createRequire } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { totalsCommand } from '../support/docs-chat-model.js';
-import { readJson } from '../support/json.js';
+import { type Json, readJson } from '../support/json.js';
 import {
   type ChatCompletionRequest,
   type ModelTurn,
   type ScriptedModelServer,
   startScriptedModelServer,
 } from '../support/scripted-model-server.js';
+import { assembleWithSdk, readUiChunks } from '../support/ui-stream.js';
 import { browserUnavailableReason, launchChromium } from './support/browser.js';
 import { type MordnService, startMordnService } from './support/mordn-service.js';
 import { type NextApp, startNextApp } from './support/next-app.js';
@@ -19,6 +20,12 @@ const SALES = 'region,amount\nnorth,3\nsouth,5\nnorth,4\neast,10\n';
 const SUMMARY = 'region,total\neast,10\nnorth,7\nsouth,5\n';
 const CHART = 'x,y\n1,2\n';
 const USER = 'ada';
+
+const REPORT = 'week,orders\n1,12\n2,15\n';
+const REPORT_SHELL = REPORT.replaceAll('\n', '\\n');
+
+/** Prints a line every 0.4 s (the last to stderr) for about 3 s. */
+const COUNT_SLOWLY = 'for i in $(seq 1 7); do echo line-$i; sleep 0.4; done; echo finished >&2; sleep 0.4';
 
 const STORY = Array.from({ length: 60 }, (_, index) => (index === 0 ? 'Once upon a time ' : `part ${index} `));
 
@@ -32,6 +39,23 @@ function componentScript(request: ChatCompletionRequest): ModelTurn | undefined 
   const prompt = JSON.stringify(request.messages[lastUser]);
   const toolResults = request.messages.slice(lastUser).filter((message) => message.role === 'tool').length;
   if (prompt.includes('long story')) return { text: STORY, deltaDelayMs: 250 };
+  if (prompt.includes('Reload-proof report')) {
+    const reportTurns: ModelTurn[] = [
+      {
+        toolCalls: [{ name: 'sandbox_exec', arguments: { command: `sleep 4; printf '${REPORT_SHELL}' > report.csv` } }],
+      },
+      { toolCalls: [{ name: 'sandbox_publish_file', arguments: { path: 'report.csv', filename: 'report.csv' } }] },
+      { text: ['Your report ', 'is ready.'] },
+    ];
+    return reportTurns[toolResults] ?? { text: 'Done.' };
+  }
+  if (prompt.includes('Count slowly')) {
+    const countTurns: ModelTurn[] = [
+      { toolCalls: [{ name: 'sandbox_exec', arguments: { command: COUNT_SLOWLY } }] },
+      { text: 'Counted.' },
+    ];
+    return countTurns[toolResults] ?? { text: 'Done.' };
+  }
   if (!prompt.includes('Run some code')) return undefined;
   const turns: ModelTurn[] = [
     { toolCalls: [{ name: 'sandbox_exec', arguments: { command: 'sleep 2; echo ok' } }] },
@@ -74,6 +98,20 @@ function script(request: ChatCompletionRequest): ModelTurn {
     { text: ['Here is the summary ', 'by region.'] },
   ];
   return turns[sinceUser.filter((message) => message.role === 'tool').length] ?? { text: 'Done.' };
+}
+
+/** What a message says, whatever URL its files were signed with: comparable across readers. */
+function gist(message: Json) {
+  return (message?.parts ?? [])
+    .filter((part: Json) => part.type !== 'step-start')
+    .map((part: Json) => {
+      if (part.type === 'text') return { text: part.text };
+      if (part.type === 'file') {
+        const file = part.providerMetadata?.mordn?.sandboxFile ?? part;
+        return { file: file.filename, mediaType: part.mediaType, storagePath: file.storagePath };
+      }
+      return { tool: part.toolName ?? part.type, state: part.state, input: part.input };
+    });
 }
 
 /** The card of a file, by its name. */
@@ -336,6 +374,54 @@ describe.skipIf(unavailable !== undefined)('the Next.js example in Chromium', { 
     }
   });
 
+  it('shows an answer that a reload interrupted finishing, with its file card, as a reader that never left saw it', async () => {
+    const page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    try {
+      const chatId = await signIn(page, app.url, 'rey');
+      await page.getByLabel('Message').fill('Reload-proof report, please.');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await toolRow(page, 'Running code', 'running')
+        .waitFor({ timeout: 90_000 })
+        .catch((error: Error) => {
+          throw new Error(`${error.message}\n\n${diagnostics()}`);
+        });
+      // A reader that never leaves: another tab's resume, through the API, to the answer's end.
+      const steady = mordn.agentFetch('rey', `/v1/chat/${chatId}/stream`).then(async (response) => {
+        expect(response.status).toBe(200);
+        return assembleWithSdk(await readUiChunks(response));
+      });
+      await page.reload();
+      const reportLink = fileCard(page, 'report.csv').getByRole('link', { name: 'Download' });
+      await reportLink.waitFor({ timeout: 60_000 }).catch((error: Error) => {
+        throw new Error(`${error.message}\n\n${diagnostics()}`);
+      });
+      await page.getByText('Your report is ready.').waitFor();
+      await toolRow(page, 'Running code', 'done').waitFor();
+      const download = await fetch((await reportLink.getAttribute('href')) as string);
+      expect(download.status).toBe(200);
+      expect(await download.text()).toBe(REPORT);
+      expect(await page.locator('.interrupted').count()).toBe(0);
+
+      const seen = await steady;
+      const history = await readJson(await mordn.agentFetch('rey', `/v1/chats/${chatId}`));
+      const stored = history.messages.at(-1);
+      expect(stored.metadata?.mordn?.interrupted).toBeUndefined();
+      expect(stored.id).toBe(seen?.id);
+      expect(gist(stored)).toEqual(gist(seen));
+      expect(gist(stored).map((part: Json) => part.file ?? part.tool ?? part.text)).toEqual([
+        'sandbox_exec',
+        'sandbox_publish_file',
+        'report.csv',
+        'Your report is ready.',
+      ]);
+      await page.screenshot({ path: `${SCREENSHOTS}/resumed-answer.png`, fullPage: true });
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('shows tool calls in plain words while running, once done and when failed', async () => {
     const page = await browser.newPage();
     page.on('pageerror', (error) => pageErrors.push(error.message));
@@ -349,7 +435,7 @@ describe.skipIf(unavailable !== undefined)('the Next.js example in Chromium', { 
         .catch((error: Error) => {
           throw new Error(`${error.message}\n\n${diagnostics()}`);
         });
-      expect(await page.getByRole('button', { name: 'Stop' }).isVisible()).toBe(true);
+      expect(await page.getByRole('button', { name: 'Stop', exact: true }).isVisible()).toBe(true);
       await page.screenshot({ path: `${SCREENSHOTS}/tool-running.png`, fullPage: true });
       await toolRow(page, 'Running code', 'done').waitFor({ timeout: 30_000 });
       await toolRow(page, 'Reading a file', 'failed').waitFor({ timeout: 30_000 });
@@ -361,6 +447,45 @@ describe.skipIf(unavailable !== undefined)('the Next.js example in Chromium', { 
       expect(await page.locator('.mordn-messages').textContent()).not.toContain('sandbox_');
       await expect.poll(() => page.getByRole('status').textContent()).toBe('The answer is complete.');
       await page.screenshot({ path: `${SCREENSHOTS}/tool-done.png`, fullPage: true });
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("shows a command's output as it runs, with a Stop beside it, then collapses it to the result", async () => {
+    const page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    try {
+      await signIn(page, app.url, 'liv');
+      await page.getByLabel('Message').fill('Count slowly, please.');
+      await page.getByRole('button', { name: 'Send' }).click();
+
+      const output = page.getByRole('log', { name: 'Command output' });
+      await output
+        .getByText('line-2')
+        .waitFor({ timeout: 90_000 })
+        .catch((error: Error) => {
+          throw new Error(`${error.message}\n\n${diagnostics()}`);
+        });
+      // Lines keep coming while the command still runs.
+      expect(await toolRow(page, 'Running code', 'running').count()).toBe(1);
+      const early = (await output.textContent()) ?? '';
+      expect(early).not.toContain('line-6');
+      await output.getByText('line-4').waitFor();
+      expect(await toolRow(page, 'Running code', 'running').count()).toBe(1);
+      expect(await page.getByRole('button', { name: 'Stop running code' }).isVisible()).toBe(true);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.screenshot({ path: `${SCREENSHOTS}/live-output.png`, fullPage: true });
+      // The command's last line (on stderr) may come with its result, when the box gives way at once.
+
+      // Done: the live output gives way to the finished call.
+      await toolRow(page, 'Running code', 'done').waitFor({ timeout: 30_000 });
+      await page.getByText('Counted.').waitFor();
+      expect(await output.count()).toBe(0);
+      expect(await page.getByRole('button', { name: 'Stop running code' }).count()).toBe(0);
+      expect(await page.locator('.mordn-tool').allTextContents()).toEqual(['Running codedone']);
+      await page.screenshot({ path: `${SCREENSHOTS}/live-output-done.png`, fullPage: true });
       expect(pageErrors).toEqual([]);
     } finally {
       await page.close();

@@ -89,3 +89,13 @@ export async function createTestDatabase(): Promise<Database & { target: TestDat
     },
   };
 }
+
+/**
+ * Every workspace row as a request could have changed it, in id order. The `meter_*` columns are left
+ * out: they are the metering's bookkeeping, and a reading taken after an earlier call may land at any
+ * time.
+ */
+export async function workspaceRowsWithoutMeter(database: Database): Promise<Array<Record<string, unknown>>> {
+  const rows = await database.db.selectFrom('workspaces').selectAll().orderBy('id').execute();
+  return rows.map((row) => Object.fromEntries(Object.entries(row).filter(([column]) => !column.startsWith('meter_'))));
+}

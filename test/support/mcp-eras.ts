@@ -13,14 +13,25 @@ export interface ListedTool {
   inputSchema: { properties?: Record<string, unknown> | undefined; additionalProperties?: unknown };
 }
 
+/** What a client hands its progress callback: the notification's params, the token aside. */
+export interface ProgressParams {
+  progress: number;
+  total?: number | undefined;
+  message?: string | undefined;
+  _meta?: Record<string, unknown> | undefined;
+}
+
 export interface EraClient {
   listTools(): Promise<ListedTool[]>;
   listToolNames(): Promise<string[]>;
-  /** A tool call's decoded result and whether it was an error result. */
+  /**
+   * A tool call's decoded result and whether it was an error result. With `onprogress`, the call
+   * carries a progress token and each `notifications/progress` for it is handed over.
+   */
   callTool(
     name: string,
     args: Record<string, unknown>,
-    options?: { signal?: AbortSignal },
+    options?: { signal?: AbortSignal; onprogress?: (progress: ProgressParams) => void },
   ): Promise<{ isError: boolean; value: Json }>;
   close(): Promise<void>;
 }

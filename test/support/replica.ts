@@ -1,4 +1,7 @@
+import { expect } from 'vitest';
+import { type Json, readJson } from './json.js';
 import { type MordnProcess, spawnMordn } from './process.js';
+import { adminRequest } from './service.js';
 
 /** One `mordn serve` child process on a free port of 127.0.0.1, as a load balancer would see it. */
 export interface ServiceReplica {
@@ -48,4 +51,16 @@ export async function startReplica(
       return running.exited;
     },
   };
+}
+
+/** An admin API request to one replica that must succeed (any 2xx); its JSON answer. */
+export async function replicaAdmin(
+  replica: ServiceReplica,
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<Json> {
+  const response = await replica.fetch(route, adminRequest(method, body));
+  expect(response.status, `${method} ${route}`).toBeLessThan(300);
+  return readJson(response);
 }

@@ -190,6 +190,23 @@ export function describeSandboxBackendContract(name: string, setup: () => Promis
         expect(result.stdout).toBe('hé\uFFFD!');
       });
 
+      it('hands each stream to onOutput as it is written, past the cap, while keeping the result capped', async () => {
+        const seen: Array<{ stream: string; chunk: Buffer; at: number }> = [];
+        const started = Date.now();
+        const result = await run("echo one; sleep 0.5; echo two >&2; head -c 3000 /dev/zero | tr '\\0' z", {
+          maxOutputBytes: 1000,
+          onOutput: (stream, chunk) => seen.push({ stream, chunk: Buffer.from(chunk), at: Date.now() - started }),
+        });
+        const ended = Date.now() - started;
+        const streamed = (stream: string) =>
+          Buffer.concat(seen.filter((entry) => entry.stream === stream).map((entry) => entry.chunk)).toString();
+        expect(streamed('stdout')).toBe(`one\n${'z'.repeat(3000)}`);
+        expect(streamed('stderr')).toBe('two\n');
+        expect(result).toMatchObject({ stdout: `one\n${'z'.repeat(996)}`, stderr: 'two\n', truncated: true });
+        // The first line came while the command still ran, not with its end.
+        expect(ended - (seen[0] as { at: number }).at).toBeGreaterThan(300);
+      });
+
       it('keeps files between execs of the same workspace', async () => {
         await run('mkdir -p keep && echo persisted > keep/file.txt');
         expect((await run('cat keep/file.txt')).stdout).toBe('persisted\n');
@@ -325,6 +342,25 @@ export function describeSandboxBackendContract(name: string, setup: () => Promis
           expect(modest.stdout).toBe(`${64 * MiB}\n`);
         },
       );
+
+      // The OOM killer must take the hungry process, not the shell waiting for it or another
+      // call's: every process of a command becomes its first choice, even one the shell forks at
+      // once (which may read its score before the raise reaches it, so it waits, 2 s at most).
+      it('gives every process of a command the OOM score 1000, even a child the shell forked at once', async () => {
+        const child =
+          '( i=0; while read s < /proc/self/oom_score_adj && [ "$s" != 1000 ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i + 1)); done; echo "$s" )';
+        const scores = await Promise.all(
+          Array.from({ length: 4 }, async () => {
+            const seen: string[] = [];
+            for (let round = 0; round < 10; round += 1) {
+              const result = await run(`${child}; read s < /proc/$$/oom_score_adj; echo "$s"`);
+              seen.push(result.stdout);
+            }
+            return seen;
+          }),
+        );
+        expect(new Set(scores.flat())).toEqual(new Set(['1000\n1000\n']));
+      });
 
       it('contains a fork bomb: it returns at its timeout and other workspaces still run promptly', async () => {
         const started = Date.now();

@@ -40,6 +40,10 @@ export interface ScriptedToolCall {
 export interface ScriptedUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Of `promptTokens`, read from the provider's cache (default 0). */
+  cachedTokens?: number;
+  /** Of `completionTokens`, spent reasoning (default 0). */
+  reasoningTokens?: number;
 }
 
 interface TurnTiming {
@@ -52,14 +56,16 @@ interface TurnTiming {
 /** Answers with text, streamed as the given deltas when `text` is an array. */
 export interface TextTurn extends TurnTiming {
   text: string | string[];
-  usage?: ScriptedUsage;
+  /** null: the reply reports no usage at all (as some providers do). */
+  usage?: ScriptedUsage | null;
 }
 
 /** Calls tools (after optional text); each call's arguments stream in several pieces. */
 export interface ToolCallTurn extends TurnTiming {
   toolCalls: ScriptedToolCall[];
   text?: string | string[];
-  usage?: ScriptedUsage;
+  /** null: the reply reports no usage at all (as some providers do). */
+  usage?: ScriptedUsage | null;
 }
 
 /** Sends the response headers, then nothing until the client disconnects (timeouts, aborts). */
@@ -109,6 +115,16 @@ function replyParts({ turn, request, turnIndex }: ModelReply) {
     promptTokens: estimateTokens(JSON.stringify([request.messages, request.tools ?? []])),
     completionTokens: estimateTokens(text + toolCalls.map((call) => call.function.arguments).join('')),
   };
+  const usage =
+    turn.usage === null
+      ? undefined
+      : {
+          prompt_tokens: counted.promptTokens,
+          completion_tokens: counted.completionTokens,
+          total_tokens: counted.promptTokens + counted.completionTokens,
+          prompt_tokens_details: { cached_tokens: counted.cachedTokens ?? 0 },
+          completion_tokens_details: { reasoning_tokens: counted.reasoningTokens ?? 0 },
+        };
   const created = Math.floor(Date.now() / 1000);
   return {
     /** The fields every completion and chunk starts with, in OpenAI's order. */
@@ -123,13 +139,7 @@ function replyParts({ turn, request, turnIndex }: ModelReply) {
     text,
     toolCalls,
     finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
-    usage: {
-      prompt_tokens: counted.promptTokens,
-      completion_tokens: counted.completionTokens,
-      total_tokens: counted.promptTokens + counted.completionTokens,
-      prompt_tokens_details: { cached_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: 0 },
-    },
+    usage,
   };
 }
 
@@ -165,7 +175,7 @@ function replyChunks(reply: ModelReply): unknown[] {
     }
   }
   chunks.push(chunk({}, finishReason));
-  if (includeUsage) chunks.push({ ...header('chat.completion.chunk'), choices: [], usage });
+  if (includeUsage && usage) chunks.push({ ...header('chat.completion.chunk'), choices: [], usage });
   return chunks;
 }
 
@@ -181,7 +191,7 @@ function replyCompletion(reply: ModelReply): unknown {
   return {
     ...header('chat.completion'),
     choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
-    usage,
+    ...(usage ? { usage } : {}),
   };
 }
 
@@ -207,6 +217,14 @@ export interface ScriptedModelServer {
 }
 
 const DEFAULT_WAIT_MS = 5_000;
+
+/** The text of a request's last user message (its text parts joined), to script replies by. */
+export function lastUserText(request: ChatCompletionRequest): string {
+  const user = request.messages.findLast((message) => message.role === 'user');
+  const content = user?.content;
+  if (typeof content === 'string') return content;
+  return (content ?? []).map((part) => String(part.text ?? '')).join('');
+}
 
 /** An OpenAI-style error body, as the AI SDK's error handler parses it. */
 function errorBody(message: string, type: string): unknown {

@@ -5,28 +5,38 @@ class MemoryChatState implements ChatState<UIMessage> {
   status: ChatStatus = 'ready';
   error: Error | undefined = undefined;
   messages: UIMessage[];
+  private readonly onChange: ((messages: UIMessage[]) => void) | undefined;
 
-  constructor(messages: UIMessage[] = []) {
+  constructor(messages: UIMessage[] = [], onChange?: (messages: UIMessage[]) => void) {
     this.messages = messages;
+    this.onChange = onChange;
   }
 
   pushMessage = (message: UIMessage) => {
     this.messages = [...this.messages, message];
+    this.onChange?.(this.messages);
   };
   popMessage = () => {
     this.messages = this.messages.slice(0, -1);
   };
   replaceMessage = (index: number, message: UIMessage) => {
     this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
+    this.onChange?.(this.messages);
   };
   snapshot = <T>(thing: T): T => structuredClone(thing);
 }
 
 /** The AI SDK's own chat client (what `useChat` wraps), with in-memory state. */
 export class SdkChat extends AbstractChat<UIMessage> {
-  constructor(init: Omit<ChatInit<UIMessage>, 'messages'> & { messages?: UIMessage[] }) {
-    const { messages, ...rest } = init;
-    super({ ...rest, state: new MemoryChatState(messages) });
+  /** `onMessages` sees the messages each time a chunk changed them (what a UI would render). */
+  constructor(
+    init: Omit<ChatInit<UIMessage>, 'messages'> & {
+      messages?: UIMessage[];
+      onMessages?: (messages: UIMessage[]) => void;
+    },
+  ) {
+    const { messages, onMessages, ...rest } = init;
+    super({ ...rest, state: new MemoryChatState(messages, onMessages) });
   }
 }
 
@@ -43,10 +53,12 @@ export function sdkChat(options: {
   api: string;
   headers?: Record<string, string>;
   onFinish?: ChatInit<UIMessage>['onFinish'];
+  onMessages?: (messages: UIMessage[]) => void;
 }): SdkChat {
   return new SdkChat({
     id: options.id,
     transport: new DefaultChatTransport({ api: options.api, headers: options.headers ?? {} }),
     ...(options.onFinish ? { onFinish: options.onFinish } : {}),
+    ...(options.onMessages ? { onMessages: options.onMessages } : {}),
   });
 }

@@ -10,6 +10,7 @@ import type { HttpMetrics } from '../../src/metrics.js';
 import type { ResolveAll } from '../../src/sandbox/egress/destinations.js';
 import type { ToolAuthorizer } from '../../src/sandbox/execution-policy.js';
 import { type RunningServer, startServer } from '../../src/server.js';
+import type { UsageSink } from '../../src/usage/usage-types.js';
 import { createTestDatabase, type TestDatabaseTarget } from './database.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -41,6 +42,8 @@ export interface StartTestServiceOptions {
   authorizeToolCall?: ToolAuthorizer;
   /** The resolver of the sandbox egress proxy (names the test maps to its own servers). */
   resolve?: ResolveAll;
+  /** Where sandbox usage is recorded (none is metered without it). */
+  usage?: UsageSink;
 }
 
 /**
@@ -81,6 +84,7 @@ export async function startTestService(options: StartTestServiceOptions = {}): P
     ...(options.sandboxReadiness ? { sandboxReadiness: options.sandboxReadiness } : {}),
     ...(options.authorizeToolCall ? { authorizeToolCall: options.authorizeToolCall } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
+    ...(options.usage ? { usage: options.usage } : {}),
   });
   deps.selfBaseUrl = server.loopbackUrl;
   app = createApp(deps);

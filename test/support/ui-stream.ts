@@ -10,6 +10,14 @@ export async function readUiChunks(response: Response): Promise<UIMessageChunk[]
     .map((event) => JSON.parse(event.slice('data: '.length)) as UIMessageChunk);
 }
 
+/** The chunks of SSE text as read so far (the `[DONE]` marker dropped), as plain JSON values. */
+export function sseChunks(sse: string): Array<Record<string, unknown>> {
+  return sse
+    .split('\n\n')
+    .filter((event) => event.startsWith('data: ') && event !== 'data: [DONE]')
+    .map((event) => JSON.parse(event.slice('data: '.length)) as Record<string, unknown>);
+}
+
 /** Feeds chunks through the AI SDK's own client-side parser; throws on anything it rejects. */
 export async function assembleWithSdk(chunks: UIMessageChunk[]): Promise<UIMessage | undefined> {
   const stream = new ReadableStream<UIMessageChunk>({

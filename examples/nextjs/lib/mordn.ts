@@ -7,7 +7,7 @@ const apiUrl = process.env.MORDN_API_URL ?? 'http://127.0.0.1:8787';
 const loopback = /^http:\/\/(127\.0\.0\.1|\[::1\])(:\d+)?\/?$/.test(apiUrl);
 
 /**
- * The one handler both chat routes mount. It calls Mordn with the agent key, which never leaves
+ * The one handler every chat route mounts (chat, uploads, history; resume; stop). It calls Mordn with the agent key, which never leaves
  * the server, on behalf of the user `getUserId` verified.
  */
 export const mordn = createMordnHandler({

@@ -1,8 +1,9 @@
 import { useState } from 'react';
 import { segment } from '../api.js';
 import { DetailPage } from '../components/detail-page.js';
+import { LimitsEditor } from '../components/limits-editor.js';
 import { SettingsSection } from '../components/manage.js';
-import { DateTime, Term } from '../components/ui.js';
+import { DateTime, Section, Term } from '../components/ui.js';
 import { useNavigateWithMessage } from '../flash.js';
 import { useDocumentTitle, useResource } from '../hooks.js';
 import { href } from '../router.js';
@@ -70,6 +71,22 @@ export function AgentPage({ agentId }: { agentId: string }) {
           />
           <WorkspacesSection agentId={agentId} />
           <PreviewSection agentId={agentId} publishes={publishes} />
+          <Section
+            title="Limits"
+            description={
+              <>
+                Empty is unlimited; 0 refuses everything. These can only narrow the{' '}
+                <a href={href({ page: 'tenant-usage', tenantId: data.tenantId })}>tenant's limits</a>: the lower of the
+                two applies.
+              </>
+            }
+          >
+            <LimitsEditor
+              path={`${base}/limits`}
+              label="Agent limits"
+              outerPath={`/v1/admin/tenants/${segment(data.tenantId)}/limits`}
+            />
+          </Section>
           <SettingsSection
             noun="agent"
             current={data.name}

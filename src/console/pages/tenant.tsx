@@ -80,6 +80,11 @@ function UsageSection({ tenantId }: { tenantId: string }) {
   return (
     <Section
       title="Usage"
+      actions={
+        <a className="button" href={href({ page: 'tenant-usage', tenantId })}>
+          Usage and limits
+        </a>
+      }
       description={
         data === undefined
           ? 'The last 30 days.'

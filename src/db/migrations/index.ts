@@ -8,6 +8,9 @@ import * as artifactLifecycle from './0006-artifact-lifecycle.js';
 import * as adminAudit from './0007-admin-audit.js';
 import * as consoleSessions from './0008-console-sessions.js';
 import * as sandboxEgress from './0009-sandbox-egress.js';
+import * as chatAnswers from './0010-chat-answers.js';
+import * as usage from './0011-usage.js';
+import * as workspaceMetering from './0012-workspace-metering.js';
 
 /**
  * Every migration, in order. Migrations are compiled into the service (no directory scanning) and
@@ -23,6 +26,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '0007-admin-audit': adminAudit,
   '0008-console-sessions': consoleSessions,
   '0009-sandbox-egress': sandboxEgress,
+  '0010-chat-answers': chatAnswers,
+  '0011-usage': usage,
+  '0012-workspace-metering': workspaceMetering,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import type { SandboxBackend } from '../backend.js';
+import { finished } from 'node:stream/promises';
+import type { FinalReading, SandboxBackend } from '../backend.js';
 import type { CgroupLimits, WorkspaceCgroup } from '../limits/cgroups.js';
 import {
   DEFAULT_WORKSPACE_QUOTA,
@@ -54,6 +55,8 @@ export interface BwrapBackendOptions {
   onTunnel?: (workspaceId: string, tunnel: TunnelStream) => void;
   /** Host directory holding each workspace's filesystem; created when missing. */
   workspacesDir: string;
+  /** Gets the workspace cgroup's last reading before a sandbox stops (see `FinalReading`). */
+  onFinalReading?: FinalReading;
   /** The bubblewrap executable (looked up on `PATH` unless absolute). Default `bwrap`. */
   bwrapPath?: string;
   /** Limits of each workspace; each defaults as documented on `DEFAULT_LIMITS`. */
@@ -174,6 +177,14 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
   /** Cgroups of the running workspace sandboxes. */
   const cgroups = new Map<string, WorkspaceCgroup>();
 
+  /** What the cgroup counted since the last reading, handed over before it goes. */
+  const finalReading = async (workspaceId: string, cgroup: WorkspaceCgroup) => {
+    const { onFinalReading } = options;
+    if (!onFinalReading) return;
+    const resources = await cgroup.resources().catch(() => undefined);
+    if (resources) await onFinalReading(workspaceId, resources).catch(() => undefined);
+  };
+
   /** The existing workspace's directory: its own mounted filesystem, or (weak limits) a plain directory. */
   const workspaceDirectory = async (workspaceId: string): Promise<string> => {
     const { quota } = await host();
@@ -221,7 +232,11 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
         connection: sandbox.connection,
         stop: async () => {
           await sandbox.stop();
-          for (const [workspaceId, known] of cgroups) if (known === cgroup) cgroups.delete(workspaceId);
+          for (const [workspaceId, known] of cgroups) {
+            if (known !== cgroup) continue;
+            cgroups.delete(workspaceId);
+            await finalReading(workspaceId, cgroup);
+          }
           await cgroup?.remove();
         },
       };
@@ -323,6 +338,11 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     stderr.attach(sandbox.stderr);
     const timer = setTimeout(() => sandbox.kill(), timeoutMs);
     const exit = await sandbox.exited.finally(() => clearTimeout(timer));
+    // The child's close can come before its last output has passed through to the capture.
+    await Promise.race([
+      finished(sandbox.stderr).catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, 1000).unref()),
+    ]);
     return { ...exit, stderr: stderr.text().trim() };
   };
 
@@ -438,6 +458,19 @@ export function createBwrapBackend(options: BwrapBackendOptions): SandboxBackend
     async usage(workspaceId) {
       requireWorkspaceId(workspaceId);
       return workspaceUsage((await host()).quota, workspaceId, fileOperations.usage);
+    },
+
+    async resources(workspaceId) {
+      requireWorkspaceId(workspaceId);
+      // A cgroup removed meanwhile (the sandbox stopped) has nothing more to report.
+      return cgroups
+        .get(workspaceId)
+        ?.resources()
+        .catch(() => undefined);
+    },
+
+    async runningWorkspaces() {
+      return [...cgroups.keys()];
     },
   };
 }

@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { SandboxBackend } from '../backend.js';
+import type { FinalReading, SandboxBackend } from '../backend.js';
 import { DEFAULT_WORKSPACE_QUOTA, type HostLimits, prepareHostLimits, workspaceUsage } from '../limits/host-limits.js';
 import { processOomCounter } from '../limits/process-oom-counter.js';
 import { underSeccompFilter } from '../limits/seccomp.js';
@@ -14,6 +14,7 @@ import { connectSupervisor } from '../supervisor/supervisor-connection.js';
 import { createSupervisorPool, type StartedSupervisor } from '../supervisor/supervisor-pool.js';
 import { supervisorSource } from '../supervisor/supervisor-source.js';
 import type { TunnelStream } from '../supervisor/tunnel-stream.js';
+import { readContainerResources } from './container-resources.js';
 import {
   type ContainerLimits,
   containerName,
@@ -59,6 +60,8 @@ export interface DockerBackendOptions {
   quota?: { maxBytes: number; maxFiles: number };
   /** Run where the host cannot make quota filesystems, with an after-the-fact quota check. */
   weakLimits?: boolean;
+  /** Gets the container's last stats before this process stops or removes it (see `FinalReading`). */
+  onFinalReading?: FinalReading;
 }
 
 /** The shared process limits and 1 CPU. */
@@ -160,6 +163,24 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   /** Removes the container, whatever it runs; a missing one (404) is fine. */
   const removeContainer = (workspaceId: string) =>
     api.call({ method: 'DELETE', path: `/containers/${containerName(workspaceId)}?force=true`, accept: [404] });
+
+  /** The container's stats, read just before it stops: a stopped container reports none. */
+  const finalReading = async (workspaceId: string) => {
+    const { onFinalReading } = options;
+    if (!onFinalReading) return;
+    const resources = await readContainerResources(api, containerName(workspaceId)).catch(() => undefined);
+    if (resources) await onFinalReading(workspaceId, resources).catch(() => undefined);
+  };
+
+  /** Workspace ids of the running workspace containers on the daemon (any replica's). */
+  const listRunning = async (): Promise<string[]> => {
+    const filters = encodeURIComponent(JSON.stringify({ label: [WORKSPACE_LABEL], status: ['running'] }));
+    const { body } = await api.call<Array<{ Labels?: Record<string, string> }>>({
+      method: 'GET',
+      path: `/containers/json?filters=${filters}`,
+    });
+    return (body ?? []).flatMap((container) => container.Labels?.[WORKSPACE_LABEL] ?? []);
+  };
 
   /** The workspace's files: its mounted filesystem, or (weak limits) its volume. */
   const workspaceMount = async (workspaceId: string): Promise<WorkspaceMount> => {
@@ -293,6 +314,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
       const exec = await api.call<ExecInspect>({ method: 'GET', path: `/exec/${execId}/json` }).catch(() => undefined);
       if (exec?.body?.Running) return touch(workspaceId);
     }
+    await finalReading(workspaceId);
     await api.call({ method: 'POST', path: `/containers/${containerName(workspaceId)}/stop?t=0`, accept: [304] });
   };
 
@@ -312,14 +334,8 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
    */
   let adopted = false;
   const adoptRunning = async () => {
-    const filters = encodeURIComponent(JSON.stringify({ label: [WORKSPACE_LABEL], status: ['running'] }));
-    const { body } = await api.call<Array<{ Labels?: Record<string, string> }>>({
-      method: 'GET',
-      path: `/containers/json?filters=${filters}`,
-    });
-    for (const container of body ?? []) {
-      const workspaceId = container.Labels?.[WORKSPACE_LABEL];
-      if (workspaceId && !idleTimers.has(workspaceId)) touch(workspaceId);
+    for (const workspaceId of await listRunning()) {
+      if (!idleTimers.has(workspaceId)) touch(workspaceId);
     }
   };
 
@@ -327,6 +343,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
   const kill = async (workspaceId: string) => {
     ready.delete(workspaceId);
     const name = containerName(workspaceId);
+    await finalReading(workspaceId);
     // Already stopped (409) or gone (404): nothing is left running.
     const { status } = await api.call({
       method: 'POST',
@@ -518,6 +535,7 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
       ready.delete(workspaceId);
       clearTimeout(idleTimers.get(workspaceId));
       idleTimers.delete(workspaceId);
+      await finalReading(workspaceId);
       await removeContainer(workspaceId);
       await api.call({ method: 'DELETE', path: `/volumes/${volumeName(workspaceId)}`, accept: [404] });
       const { quota } = await hostLimits();
@@ -587,5 +605,12 @@ export function createDockerBackend(options: DockerBackendOptions): SandboxBacke
       requireWorkspaceId(workspaceId);
       return workspaceUsage((await hostLimits()).quota, workspaceId, fileOperations.usage);
     },
+
+    async resources(workspaceId) {
+      requireWorkspaceId(workspaceId);
+      return readContainerResources(api, containerName(workspaceId));
+    },
+
+    runningWorkspaces: listRunning,
   };
 }

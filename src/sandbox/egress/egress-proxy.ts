@@ -5,6 +5,7 @@ import type { EgressConfig } from '../../config.js';
 import type { DatabaseSchema } from '../../db/schema.js';
 import { parseAuthority, parseRequestedHost, type RequestedHost } from '../../host-rules.js';
 import type { Logger } from '../../logger.js';
+import type { UsageSink } from '../../usage/usage-types.js';
 import type { TunnelStream } from '../supervisor/tunnel-stream.js';
 import { relayConnect } from './connect-tunnel.js';
 import { createDestinationChecker, type ResolveAll } from './destinations.js';
@@ -22,6 +23,8 @@ export interface EgressProxyOptions {
   observe?: (decision: 'allowed' | 'refused', reason: RefusalReason | null) => void;
   /** The resolver names are looked up with (default: the host's). */
   resolve?: ResolveAll;
+  /** Where the bytes each workspace moves are metered (`egressBytes`), as they are counted. */
+  usage?: UsageSink;
 }
 
 /** The policy proxy every sandboxed connection goes through: the only way out of a sandbox. */
@@ -73,8 +76,22 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     ...(options.resolve ? { resolve: options.resolve } : {}),
   });
   const connections = new WeakMap<TunnelStream, Connection>();
-  const workspaces = createWorkspaceConnections({ db, config, logger });
   const owners = new Map<string, Promise<EgressOwner>>();
+  const { usage } = options;
+  const workspaces = createWorkspaceConnections({
+    db,
+    config,
+    logger,
+    ...(usage
+      ? {
+          onCounted: (workspaceId: string, bytes: number, at: number) =>
+            void ownerOf(workspaceId).then(
+              ({ tenantId, agentId, userId }) => usage.add({ tenantId, agentId, userId }, { egressBytes: bytes }, at),
+              () => undefined,
+            ),
+        }
+      : {}),
+  });
   let closed = false;
 
   const ownerOf = (workspaceId: string): Promise<EgressOwner> => {

@@ -1,18 +1,12 @@
 import { type Kysely, sql } from 'kysely';
 import type { DatabaseSchema } from '../../db/schema.js';
+import { nextUtcDay, utcDay } from '../../utc-days.js';
 
 type Db = Kysely<DatabaseSchema>;
 
-/** The UTC day of `at` as `YYYY-MM-DD`, the key of the daily egress cap. */
-export function utcDay(at: number): string {
-  return new Date(at).toISOString().slice(0, 10);
-}
-
 /** Milliseconds from `at` to the next UTC midnight, when the daily cap starts afresh. */
 export function untilNextUtcDay(at: number): number {
-  const next = new Date(at);
-  next.setUTCHours(24, 0, 0, 0);
-  return next.getTime() - at;
+  return nextUtcDay(at).getTime() - at;
 }
 
 /**

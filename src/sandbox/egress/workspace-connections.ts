@@ -34,6 +34,8 @@ export function createWorkspaceConnections(options: {
   db: Kysely<DatabaseSchema>;
   config: Pick<EgressConfig, 'maxConnections' | 'bytesPerDay' | 'bytesPerSecond' | 'idleSeconds'>;
   logger: Logger;
+  /** Told of the bytes each count added to the workspace's daily total (for metering). */
+  onCounted?: (workspaceId: string, bytes: number, at: number) => void;
 }) {
   const { db, config, logger } = options;
   const open = new Map<string, Set<OpenConnection>>();
@@ -49,6 +51,7 @@ export function createWorkspaceConnections(options: {
     connection.counted = moved;
     const now = Date.now();
     const total = await addEgressBytes(db, connection.workspaceId, delta, now);
+    options.onCounted?.(connection.workspaceId, delta, now);
     if (total >= config.bytesPerDay) {
       exhausted.set(connection.workspaceId, now + untilNextUtcDay(now));
       for (const other of open.get(connection.workspaceId) ?? []) other.tunnel.destroy();

@@ -4,10 +4,14 @@ import type { CgroupHierarchy } from './cgroup-hierarchy.js';
 import { type CgroupLimits, CPU_PERIOD_MICROS, cpuQuotaMicros } from './cgroup-limits.js';
 import { directoryInMount } from './cgroup-mounts.js';
 import { ensureParent, type HierarchyContext, probeParent } from './cgroup-parent.js';
-import { createWorkspaceCgroup, type WorkspaceCgroupLayout } from './workspace-cgroup.js';
+import { createWorkspaceCgroup, type WorkspaceCgroupLayout, workingSet } from './workspace-cgroup.js';
 
-/** The v1 controllers a workspace cgroup is made in. */
-const LEGACY_CONTROLLERS = ['memory', 'cpu', 'pids'] as const;
+/**
+ * The v1 controllers a workspace cgroup is made in. cpuacct counts the CPU time its processes
+ * used (for metering); it is usually co-mounted with cpu (`cpu,cpuacct`), but may be a hierarchy
+ * of its own, and then the workspace gets a cgroup there too.
+ */
+const LEGACY_CONTROLLERS = ['memory', 'cpu', 'pids', 'cpuacct'] as const;
 
 type LegacyController = (typeof LEGACY_CONTROLLERS)[number];
 
@@ -15,7 +19,7 @@ type LegacyController = (typeof LEGACY_CONTROLLERS)[number];
 export type LegacyOwnDirectories = Record<LegacyController, string>;
 
 /**
- * Our own cgroup's directory in the memory, cpu and pids v1 hierarchies mounted below the root,
+ * Our own cgroup's directory in the memory, cpu, pids and cpuacct v1 hierarchies mounted below the root,
  * or the reason one of them cannot be used.
  *
  * @example
@@ -40,7 +44,8 @@ export function findLegacyOwnDirectories(context: HierarchyContext): LegacyOwnDi
 }
 
 /**
- * Opens cgroup v1 workspace cgroups below `<own>/mordn` in each of memory, cpu and pids.
+ * Opens cgroup v1 workspace cgroups below `<own>/mordn` in each of memory, cpu, pids and cpuacct
+ * (one directory where two are co-mounted).
  *
  * @example
  * const hierarchy = await openLegacyHierarchy(context, own);
@@ -67,8 +72,10 @@ function legacyLayout(parents: LegacyOwnDirectories, name: string): WorkspaceCgr
   const memory = path.join(parents.memory, name);
   const cpu = path.join(parents.cpu, name);
   const pids = path.join(parents.pids, name);
+  const cpuacct = path.join(parents.cpuacct, name);
   return {
-    directories: [...new Set([memory, cpu, pids])],
+    directories: [...new Set([memory, cpu, pids, cpuacct])],
+    accountingDirectory: cpuacct,
     async applyLimits(limits: CgroupLimits) {
       await applyMemoryLimit(memory, limits.memoryBytes);
       await writeControlFile(path.join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_MICROS));
@@ -89,6 +96,13 @@ function legacyLayout(parents: LegacyOwnDirectories, name: string): WorkspaceCgr
       };
     },
     memoryBytes: () => readNumber(path.join(memory, 'memory.usage_in_bytes')),
+    workingSetBytes: async () =>
+      workingSet(
+        await readNumber(path.join(memory, 'memory.usage_in_bytes')),
+        (await readKeyedNumbers(path.join(memory, 'memory.stat'))).get('total_inactive_file'),
+      ),
+    // Nanoseconds of CPU time charged to every process that was ever in the cgroup.
+    cpuSeconds: async () => (await readNumber(path.join(cpuacct, 'cpuacct.usage'))) / 1e9,
   };
 }
 

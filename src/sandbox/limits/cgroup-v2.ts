@@ -13,7 +13,7 @@ import type { CgroupHierarchy } from './cgroup-hierarchy.js';
 import { type CgroupLimits, CPU_PERIOD_MICROS, cpuQuotaMicros } from './cgroup-limits.js';
 import { directoryInMount } from './cgroup-mounts.js';
 import { ensureParent, type HierarchyContext, probeParent, unavailable } from './cgroup-parent.js';
-import { createWorkspaceCgroup, type WorkspaceCgroupLayout } from './workspace-cgroup.js';
+import { createWorkspaceCgroup, type WorkspaceCgroupLayout, workingSet } from './workspace-cgroup.js';
 
 /** The v2 controllers a workspace cgroup is limited by. */
 const UNIFIED_CONTROLLERS = ['memory', 'cpu', 'pids'] as const;
@@ -124,6 +124,7 @@ function unifiedLayout(parent: string, name: string): WorkspaceCgroupLayout {
   const file = (control: string) => path.join(directory, control);
   return {
     directories: [directory],
+    accountingDirectory: directory,
     killFile: file('cgroup.kill'),
     async applyLimits(limits: CgroupLimits) {
       await writeControlFile(file('memory.max'), String(limits.memoryBytes));
@@ -146,5 +147,15 @@ function unifiedLayout(parent: string, name: string): WorkspaceCgroupLayout {
       };
     },
     memoryBytes: () => readNumber(file('memory.current')),
+    workingSetBytes: async () =>
+      workingSet(
+        await readNumber(file('memory.current')),
+        (await readKeyedNumbers(file('memory.stat'))).get('inactive_file'),
+      ),
+    async cpuSeconds() {
+      const usage = (await readKeyedNumbers(file('cpu.stat'))).get('usage_usec');
+      if (usage === undefined) throw new Error(`${file('cpu.stat')} has no usage_usec`);
+      return usage / 1e6;
+    },
   };
 }

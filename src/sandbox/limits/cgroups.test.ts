@@ -95,6 +95,7 @@ async function legacyHost(options: { cpuMount?: string; leaveOut?: string } = {}
     [`${cpuMount}/cgroup.procs`]: '',
     [`memory${ownMemory}/cgroup.procs`]: `${SELF_PID}\n`,
     'pids/cgroup.procs': '',
+    ...(cpuMount.includes(',') ? {} : { 'cpuacct/cgroup.procs': '' }),
   });
   const selfCgroup = [
     '9:name=systemd:/',
@@ -108,6 +109,7 @@ async function legacyHost(options: { cpuMount?: string; leaveOut?: string } = {}
     memory: path.join(root, 'memory', ownMemory, 'mordn'),
     cpu: path.join(root, cpuMount, 'mordn'),
     pids: path.join(root, 'pids', 'mordn'),
+    cpuacct: path.join(root, cpuMount.includes(',') ? cpuMount : 'cpuacct', 'mordn'),
   };
   const open = () => openCgroupHierarchy({ root, mountInfo: mounts.join('\n'), selfCgroup, removeDirectory });
   return { root, parents, open };
@@ -223,10 +225,16 @@ describe('workspace cgroups on cgroup v2', () => {
       'cpu.stat':
         'usage_usec 900\nuser_usec 800\nsystem_usec 100\nnr_periods 12\nnr_throttled 4\nthrottled_usec 3100\n',
       'memory.current': '4096000\n',
+      'memory.stat': 'anon 4000000\nfile 96000\ninactive_file 96000\n',
     });
     expect(await cgroup.oomKills()).toBe(2);
     expect(await cgroup.cpuStat()).toEqual({ periods: 12, throttled: 4, throttledMicros: 3100 });
     expect(await cgroup.memoryBytes()).toBe(4096000);
+    const resources = await cgroup.resources();
+    // Memory as `docker stats` counts it: less the inactive file cache.
+    expect(resources).toMatchObject({ cpuSeconds: 0.0009, memoryBytes: 4000000 });
+    expect(resources.instance).toMatch(/^\d+-\d+$/);
+    expect(resources.startedAt).toBeGreaterThan(Date.now() - 60_000);
     await cgroup.add(31337);
     expect(await read(directory, 'cgroup.procs')).toBe('31337');
     await writeFile(path.join(directory, 'cgroup.procs'), '31337\n31338\n');
@@ -269,19 +277,31 @@ describe('workspace cgroups on cgroup v2', () => {
 });
 
 describe('openCgroupHierarchy on cgroup v1', () => {
-  it('uses the memory, cpu and pids mounts, below our own (non-root) memory cgroup', async () => {
+  it('uses the memory, cpu, pids and cpuacct mounts, below our own (non-root) memory cgroup', async () => {
     const host = await legacyHost();
     const hierarchy = await host.open();
     expect(hierarchy.version).toBe(1);
-    expect(hierarchy.directories).toEqual([host.parents.memory, host.parents.cpu, host.parents.pids]);
-    expect(hierarchy.location).toBe(`${host.parents.memory}, ${host.parents.cpu}, ${host.parents.pids}`);
+    const { memory, cpu, pids, cpuacct } = host.parents;
+    expect(hierarchy.directories).toEqual([memory, cpu, pids, cpuacct]);
+    expect(hierarchy.location).toBe(`${memory}, ${cpu}, ${pids}, ${cpuacct}`);
     for (const parent of hierarchy.directories) expect(await list(parent)).toEqual([]);
   });
 
   it('accepts cpu co-mounted with cpuacct', async () => {
     const host = await legacyHost({ cpuMount: 'cpu,cpuacct' });
     const hierarchy = await host.open();
-    expect(hierarchy.directories).toContain(path.join(host.root, 'cpu,cpuacct', 'mordn'));
+    const { memory, cpu, pids } = host.parents;
+    expect(cpu).toBe(path.join(host.root, 'cpu,cpuacct', 'mordn'));
+    expect(hierarchy.directories).toEqual([memory, cpu, pids]);
+    const cgroup = await hierarchy.create('ws_1', LIMITS);
+    await layOut(path.join(cpu, 'ws_1'), { 'cpuacct.usage': '2500000000\n' });
+    await layOut(path.join(memory, 'ws_1'), { 'memory.usage_in_bytes': '4096\n', 'memory.stat': '' });
+    expect(await cgroup.resources()).toMatchObject({ cpuSeconds: 2.5, memoryBytes: 4096 });
+  });
+
+  it('names the cpuacct controller when it is not mounted', async () => {
+    const host = await legacyHost({ leaveOut: 'cpuacct' });
+    await expect(host.open()).rejects.toThrow(`the cpuacct controller is not mounted under ${host.root}`);
   });
 
   it('names the controller that is not mounted', async () => {
@@ -307,7 +327,8 @@ describe('workspace cgroups on cgroup v1', () => {
     const memory = path.join(host.parents.memory, 'ws_1');
     const cpu = path.join(host.parents.cpu, 'ws_1');
     const pids = path.join(host.parents.pids, 'ws_1');
-    expect(cgroup.directories).toEqual([memory, cpu, pids]);
+    const cpuacct = path.join(host.parents.cpuacct, 'ws_1');
+    expect(cgroup.directories).toEqual([memory, cpu, pids, cpuacct]);
     expect(await read(memory, 'memory.limit_in_bytes')).toBe(String(64 * 1024 ** 2));
     // Without swap accounting there is no memsw file, and the OOM killer is left enabled.
     expect(await list(memory)).toEqual(['memory.limit_in_bytes']);
@@ -334,10 +355,11 @@ describe('workspace cgroups on cgroup v1', () => {
   it('reads oom_control, cpu.stat (nanoseconds) and usage, and adds a process to every controller', async () => {
     const host = await legacyHost();
     const cgroup = await (await host.open()).create('ws_1', LIMITS);
-    const [memory, cpu, pids] = cgroup.directories as [string, string, string];
+    const [memory, cpu, pids, cpuacct] = cgroup.directories as [string, string, string, string];
     await layOut(memory, {
       'memory.oom_control': 'oom_kill_disable 0\nunder_oom 0\noom_kill 3\n',
       'memory.usage_in_bytes': '123456\n',
+      'memory.stat': 'cache 30000\ninactive_file 1000\ntotal_inactive_file 23456\n',
     });
     await layOut(cpu, {
       'cpu.stat': 'nr_periods 20\nnr_throttled 5\nthrottled_time 7000000\nnr_bursts 0\nburst_time 0\n',
@@ -345,8 +367,10 @@ describe('workspace cgroups on cgroup v1', () => {
     expect(await cgroup.oomKills()).toBe(3);
     expect(await cgroup.cpuStat()).toEqual({ periods: 20, throttled: 5, throttledMicros: 7000 });
     expect(await cgroup.memoryBytes()).toBe(123456);
+    await layOut(cpuacct, { 'cpuacct.usage': '1500000000\n' });
+    expect(await cgroup.resources()).toMatchObject({ cpuSeconds: 1.5, memoryBytes: 100000 });
     await cgroup.add(31337);
-    for (const directory of [memory, cpu, pids]) expect(await read(directory, 'cgroup.procs')).toBe('31337');
+    for (const directory of [memory, cpu, pids, cpuacct]) expect(await read(directory, 'cgroup.procs')).toBe('31337');
     await writeFile(path.join(memory, 'cgroup.procs'), '31338\n31337\n');
     expect(await cgroup.members()).toEqual([31337, 31338]);
   });
@@ -365,13 +389,32 @@ describe('workspace cgroups on cgroup v1', () => {
     expect(await list(host.parents.pids)).toEqual(['ws_1']);
   });
 
+  it('names a cgroup made again with another instance, and one adopted with the same', async () => {
+    const host = await legacyHost();
+    const hierarchy = await host.open();
+    const files = { 'cpuacct.usage': '0\n' };
+    const first = await hierarchy.create('ws_1', LIMITS);
+    await layOut(path.join(host.parents.cpuacct, 'ws_1'), files);
+    await layOut(path.join(host.parents.memory, 'ws_1'), { 'memory.usage_in_bytes': '0\n', 'memory.stat': '' });
+    const before = await first.resources();
+    expect((await (await host.open()).create('ws_1', LIMITS).then((adopted) => adopted.resources())).instance).toBe(
+      before.instance,
+    );
+    await first.remove();
+    const again = await hierarchy.create('ws_1', LIMITS);
+    await layOut(path.join(host.parents.cpuacct, 'ws_1'), files);
+    await layOut(path.join(host.parents.memory, 'ws_1'), { 'memory.usage_in_bytes': '0\n', 'memory.stat': '' });
+    const after = await again.resources();
+    expect(after.instance).not.toBe(before.instance);
+    expect(after.startedAt).toBeGreaterThanOrEqual(before.startedAt);
+  });
+
   it('removes every controller directory', async () => {
     const host = await legacyHost();
     const cgroup = await (await host.open()).create('ws_1', LIMITS);
     await cgroup.remove();
     expect(removedDirectories).toEqual(expect.arrayContaining([...cgroup.directories]));
-    for (const parent of [host.parents.memory, host.parents.cpu, host.parents.pids])
-      expect(await list(parent)).toEqual([]);
+    for (const parent of Object.values(host.parents)) expect(await list(parent)).toEqual([]);
   });
 });
 

@@ -13,7 +13,7 @@ export type { CgroupHierarchy } from './cgroup-hierarchy.js';
 export type { CgroupLimits } from './cgroup-limits.js';
 export type { RemoveDirectory } from './cgroup-removal.js';
 export { CgroupUnavailableError } from './cgroup-unavailable-error.js';
-export type { CpuStatistics, WorkspaceCgroup } from './workspace-cgroup.js';
+export type { CgroupResources, CpuStatistics, WorkspaceCgroup } from './workspace-cgroup.js';
 
 /** Where to look for cgroups; everything but `root` exists for tests on a fake tree. */
 export interface OpenCgroupHierarchyOptions {
@@ -54,8 +54,8 @@ async function assertRootDirectory(root: string): Promise<void> {
 /**
  * Finds where this service can create per-workspace cgroups limiting memory, CPU and process
  * count, and prepares `<own cgroup>/mordn` there. cgroup v2 is used when a cgroup2 mount below
- * the root offers memory, cpu and pids; otherwise v1, which needs all three mounted below the
- * root (cpu may be co-mounted as `cpu,cpuacct`). Creating and removing a probe cgroup proves
+ * the root offers memory, cpu and pids; otherwise v1, which needs memory, cpu, pids and cpuacct
+ * mounted below the root (cpu may be co-mounted as `cpu,cpuacct`). Creating and removing a probe cgroup proves
  * the service may write there.
  *
  * @throws CgroupUnavailableError saying exactly why there is no usable hierarchy.

@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { makeCgroupDirectory, writeControlFile } from './cgroup-files.js';
 import { assertValidCgroupName, assertValidLimits, type CgroupLimits } from './cgroup-limits.js';
@@ -11,6 +12,18 @@ export interface CpuStatistics {
   throttled: number;
   /** Total time spent throttled, in microseconds. */
   throttledMicros?: number;
+}
+
+/** What a workspace cgroup has used, for metering (see `WorkspaceCgroup.resources`). */
+export interface CgroupResources {
+  /** CPU time of every process that was ever in the cgroup, exited ones included. */
+  cpuSeconds: number;
+  /** Memory charged to the cgroup now, less the inactive page cache (as `docker stats` counts). */
+  memoryBytes: number;
+  /** Names this cgroup: a cgroup of the same name made again later has another. */
+  instance: string;
+  /** When the cgroup was made (epoch ms): a later instance has a later one. */
+  startedAt: number;
 }
 
 /** One workspace's cgroup: every process of its sandbox, limited and counted together. */
@@ -31,6 +44,8 @@ export interface WorkspaceCgroup {
   memoryBytes(): Promise<number>;
   /** Pids of every process inside, ascending. */
   members(): Promise<number[]>;
+  /** Cumulative CPU time and current memory, with the identity of this cgroup (its counters start at 0). */
+  resources(): Promise<CgroupResources>;
   /**
    * Kills every process inside and removes the directories. Never rejects and gives up after a
    * bounded time, leaving a cgroup that the next `create` of the same name adopts.
@@ -47,6 +62,23 @@ export interface WorkspaceCgroupLayout {
   oomKills(): Promise<number>;
   cpuStat(): Promise<CpuStatistics>;
   memoryBytes(): Promise<number>;
+  /** `memoryBytes` less the inactive file cache the kernel can drop at once. */
+  workingSetBytes(): Promise<number>;
+  /** CPU time of every process ever inside (v1 cpuacct.usage, v2 cpu.stat usage_usec). */
+  cpuSeconds(): Promise<number>;
+  /** The directory whose identity (inode and change time) names the cgroup's CPU counter. */
+  accountingDirectory: string;
+}
+
+/**
+ * Memory in use less the inactive file cache, as `docker stats` shows a container's; the usage
+ * as it is where the cgroup reports no such cache.
+ *
+ * @example
+ * workingSet(10_000, 4_000); // → 6000
+ */
+export function workingSet(usage: number, inactiveFile: number | undefined): number {
+  return inactiveFile !== undefined && inactiveFile < usage ? usage - inactiveFile : usage;
 }
 
 /** How a hierarchy removes cgroups (tests replace `removeDirectory` on a fake tree of plain files). */
@@ -97,6 +129,14 @@ export async function createWorkspaceCgroup(
     cpuStat: () => layout.cpuStat(),
     memoryBytes: () => layout.memoryBytes(),
     members: () => readMembers(layout.directories),
+    async resources() {
+      // The directory's inode and change time: a cgroup removed and made again gets new ones,
+      // one adopted from an earlier run (its counter still running) keeps them.
+      const found = await stat(layout.accountingDirectory, { bigint: true });
+      const startedAt = Number(found.ctimeNs / 1_000_000n);
+      const [cpuSeconds, memoryBytes] = await Promise.all([layout.cpuSeconds(), layout.workingSetBytes()]);
+      return { cpuSeconds, memoryBytes, instance: `${found.ino}-${found.ctimeNs}`, startedAt };
+    },
     async remove() {
       await killAndRemove(layout.directories, { ...removal, killFile: layout.killFile });
     },

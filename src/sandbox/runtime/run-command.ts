@@ -10,17 +10,21 @@ export function checkExecOptions(options: ExecOptions): void {
   if (!Number.isSafeInteger(options.maxOutputBytes) || options.maxOutputBytes < 0) {
     throw new TypeError('maxOutputBytes must be a non-negative integer.');
   }
+  if (options.onOutput !== undefined && typeof options.onOutput !== 'function') {
+    throw new TypeError('onOutput must be a function.');
+  }
 }
 
 /**
  * Runs one command in a sandbox `start` launches and waits for the whole sandbox to be gone.
- * Output is capped per stream while it streams; the timeout and the abort signal both kill the
- * entire sandbox, and then report `exitCode: null`. An already aborted signal runs nothing.
+ * Output is capped per stream while it streams (and, when `onOutput` is given, also handed to it
+ * chunk by chunk as it arrives); the timeout and the abort signal both kill the entire sandbox, and
+ * then report `exitCode: null`. An already aborted signal runs nothing.
  *
  * @throws when bwrap cannot start, or starts but fails to set up the sandbox (its message says why).
  */
 export async function runCommand(start: () => Promise<SandboxProcess>, options: ExecOptions): Promise<ExecResult> {
-  const { timeoutMs, maxOutputBytes, signal } = options;
+  const { timeoutMs, maxOutputBytes, signal, onOutput } = options;
   const started = performance.now();
   const result = (exitCode: number | null, output: Partial<ExecResult> = {}): ExecResult => ({
     exitCode,
@@ -39,6 +43,10 @@ export async function runCommand(start: () => Promise<SandboxProcess>, options: 
   const stderr = new OutputCapture(maxOutputBytes);
   stdout.attach(sandbox.stdout);
   stderr.attach(sandbox.stderr);
+  if (onOutput) {
+    sandbox.stdout.on('data', (chunk: Buffer) => onOutput('stdout', chunk));
+    sandbox.stderr.on('data', (chunk: Buffer) => onOutput('stderr', chunk));
+  }
   let stopReason: 'timeout' | 'abort' | undefined;
   const stop = (reason: 'timeout' | 'abort') => {
     stopReason ??= reason;
@@ -69,5 +77,6 @@ export async function runCommand(start: () => Promise<SandboxProcess>, options: 
     // A command that ended on its own just as the timer fired was not killed: it keeps its status.
     timedOut: exit.killed && stopReason === 'timeout',
     aborted: exit.killed && stopReason === 'abort',
+    ...(exit.cpuSeconds === undefined ? {} : { cpuSeconds: exit.cpuSeconds }),
   });
 }

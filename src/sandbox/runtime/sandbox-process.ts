@@ -12,6 +12,11 @@ export interface SandboxExit {
   error?: string;
   /** The supervisor went away before the command started: nothing of it ran, it may be retried. */
   notStarted?: boolean;
+  /**
+   * CPU time (user + system, seconds) of the command and every process of it that was waited
+   * for, orphans included; absent when the supervisor could not tell (the command did not start).
+   */
+  cpuSeconds?: number;
 }
 
 /**

@@ -46,7 +46,23 @@ describe('supervisor', () => {
         limits: { nofile: 77 },
       }),
     );
-    expect(result).toEqual({ exit: { exitCode: 3, killed: false }, stdout: 'out\n77\n', stderr: 'err\n' });
+    expect(result).toEqual({
+      exit: { exitCode: 3, killed: false, cpuSeconds: expect.any(Number) },
+      stdout: 'out\n77\n',
+      stderr: 'err\n',
+    });
+  });
+
+  it('reports the CPU time of the command and of the processes it left behind', async () => {
+    const { connection } = startSupervisor();
+    // A background child burns about 0.3 s of CPU and is still running when the shell exits.
+    const burn = 'python3 -c "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass"';
+    const result = await collect(
+      connection.spawn(['/bin/sh', '-c', `(${burn}; sleep 5) & sleep 0.6; exit 0`], options),
+    );
+    expect(result.exit.exitCode).toBe(0);
+    expect(result.exit.cpuSeconds).toBeGreaterThanOrEqual(0.3);
+    expect(result.exit.cpuSeconds).toBeLessThan(1);
   });
 
   it('reports a program that cannot start as exit 127 with the reason', async () => {
@@ -123,7 +139,7 @@ describe('supervisor', () => {
       );
     const lines = async (limits: { nofile: number }) => {
       const result = await probe(limits);
-      expect(result.exit).toEqual({ exitCode: 0, killed: false });
+      expect(result.exit).toEqual({ exitCode: 0, killed: false, cpuSeconds: expect.any(Number) });
       const [fds, score, reaperScore, soft, hard, reaper] = result.stdout.trim().split('\n');
       return { fds, score, reaperScore: Number(reaperScore), soft, hard, reaper: Number(reaper) };
     };

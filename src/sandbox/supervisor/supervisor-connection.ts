@@ -90,6 +90,7 @@ interface ExitReport {
   killed?: boolean;
   error?: string;
   notStarted?: boolean;
+  cpuSeconds?: number;
 }
 
 /** Output the host accepted into a stream's buffer is credited at once; the rest when it is read. */
@@ -190,6 +191,7 @@ class Channel {
       ...(typeof report.signal === 'number' ? { signal: report.signal } : {}),
       ...(report.error ? { error: report.error } : {}),
       ...(report.notStarted ? { notStarted: true } : {}),
+      ...(typeof report.cpuSeconds === 'number' ? { cpuSeconds: report.cpuSeconds } : {}),
     };
     // Output pushed just before is delivered first.
     setImmediate(() => this.resolveExit(exit));

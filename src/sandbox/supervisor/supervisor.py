@@ -18,7 +18,10 @@ Supervisor to host:
     P  started (the command is with its reaper: from here on it may have run)
     O  stdout  bytes      X  stderr  bytes
     W  credit  u32: stdin bytes written to the command, so more may be sent
-    Q  exit    JSON {"code": int|null, "signal": int|null, "killed": bool, "error": str?}
+    Q  exit    JSON {"code": int|null, "signal": int|null, "killed": bool, "error": str?,
+               "cpuSeconds": float?}  (cpuSeconds: user + system CPU time of the command and
+               of every process of it its reaper waited for, orphans included; absent when the
+               command did not start or its reaper died)
 
 The way out (protocol 2): the supervisor listens on 127.0.0.1:<proxyPort> inside the sandbox's
 own network namespace, where sandboxed code reaches it as its HTTP proxy, and carries each
@@ -52,8 +55,10 @@ The supervisor and the reapers are not dumpable: processes of the same uid canno
 once executed (the kernel resets it at exec), and its reaper then raises the command's
 oom_score_adj to 1000, so the OOM killer of the workspace's cgroup takes a command, never the
 supervisor or a reaper (whose score the host also lowers where it may). That is a moment after the
-exec: a process the command forks before it keeps its reaper's score, as any command may choose
-for itself and its children anyway (nothing stops one from lowering its own score to that floor).
+exec, so the reaper then raises every process the command forked before (at once, and again a few
+times in its first half second, for forks that were under way). A command may still lower its own
+score to its reaper's floor: the order is a courtesy to well-behaved code, the memory limit of the
+cgroup the boundary.
 """
 
 import ctypes
@@ -96,6 +101,9 @@ FD_BYTES = struct.calcsize("i")
 # the command's OOM score before it is dumpable (see raise_oom_score).
 EXEC_WAIT_SECONDS = 1.0
 OOM_SCORE_ATTEMPTS = 1000
+# When a reaper walks its command's processes again (seconds after the spawn), for any forked while
+# the command was being raised: a fork then under way copies the old score but is not listed yet.
+OOM_SCORE_REWALKS = (0.005, 0.05, 0.5)
 # Whether reapers can be child subreapers here (see can_be_subreaper); set once at start.
 SUBREAPER = True
 RLIMITS = {
@@ -317,6 +325,9 @@ class CommandRunner:
 
     def run(self, start, fds):
         """One command, from spawn to the last of its processes killed: its exit report."""
+        # Children's rusage counts every process this reaper has waited for (and what they waited
+        # for): the command's whole tree, since its orphans are reparented to this subreaper.
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             command = self.spawn(start, fds)
         except Exception as error:  # noqa: BLE001 - any failure to start is reported
@@ -330,6 +341,7 @@ class CommandRunner:
                 outcome.update(describe_status(status))
 
         killed = False
+        rewalks = [time.monotonic() + delay for delay in OOM_SCORE_REWALKS]
         while not outcome and not killed:
             try:
                 pid, status = os.waitpid(command, os.WNOHANG)
@@ -338,8 +350,12 @@ class CommandRunner:
             if pid:
                 reaped(pid, status)
                 break
+            if rewalks and time.monotonic() >= rewalks[0]:
+                rewalks.pop(0)
+                raise_oom_scores(children_of(os.getpid()))
+            timeout = max(0.0, rewalks[0] - time.monotonic()) if rewalks else None
             try:
-                ready, _, _ = select.select([self.connection, self.wakeup_read], [], [])
+                ready, _, _ = select.select([self.connection, self.wakeup_read], [], [], timeout)
             except InterruptedError:
                 continue
             if self.wakeup_read in ready:
@@ -360,6 +376,9 @@ class CommandRunner:
         self.drain_wakeups()
         report = dict(outcome) if outcome else {"code": None, "signal": signal.SIGKILL}
         report["killed"] = killed
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        report["cpuSeconds"] = round(max(0.0, used), 6)
         times = os.times()
         if self.limits.get("cpu") and times.user + times.system >= self.limits["cpu"] * REAPER_CPU_SHARE:
             self.leaving = True
@@ -426,32 +445,79 @@ class CommandRunner:
 
 
 def raise_oom_score(pid, done):
-    """Gives a command oom_score_adj 1000 as soon as it is executed. Only its own uid may, and only
-    once it is dumpable again: the kernel makes it so at the end of exec, a moment after it closed
-    its close-on-exec descriptors (`done` reads end of file then). Until then, and once it has
-    exited, its /proc files are root's. Closes `done`."""
+    """Gives a command oom_score_adj 1000 as soon as it is executed, and then every process it
+    forked before that (they kept the reaper's score): the OOM killer must take the command's
+    hungry child, not the shell that waits for it, nor another call's. Only the command's own uid
+    may, and only once it is dumpable again: the kernel makes it so at the end of exec, a moment
+    after it closed its close-on-exec descriptors (`done` reads end of file then). Until then, and
+    once it has exited, its /proc files are root's. Closes `done`."""
     try:
         select.select([done], [], [], EXEC_WAIT_SECONDS)
     finally:
         os.close(done)
+    raise_oom_scores([pid])
+
+
+def raise_oom_scores(pids):
+    """Gives `pids` and all their descendants oom_score_adj 1000. Each is raised first and listed
+    after: a child forked once its parent is raised inherits the score, and one forked before is
+    in the list, unless its fork was still under way (the reaper walks the tree again for that,
+    see OOM_SCORE_REWALKS)."""
+    pending = list(pids)
+    while pending:
+        process = pending.pop()
+        if write_oom_score(process):
+            pending.extend(children_of(process))
+
+
+def write_oom_score(pid):
+    """Writes COMMAND_OOM_SCORE_ADJ for `pid`, waiting while it is mid-exec (not dumpable yet).
+    False if it has exited or cannot be changed."""
     path = "/proc/%d/oom_score_adj" % pid
     for _ in range(OOM_SCORE_ATTEMPTS):
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
         except PermissionError:
-            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return
+            if has_exited(pid):
+                return False
             os.sched_yield()
             continue
         except OSError:
-            return
+            return False
         try:
             os.write(fd, str(COMMAND_OOM_SCORE_ADJ).encode())
+            return True
         except OSError:
-            pass
+            return False
         finally:
             os.close(fd)
-        return
+    return False
+
+
+def has_exited(pid):
+    """Whether `pid` is gone or a zombie (its /proc files then stay root's)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as stat:
+            # The state follows the command name, which may itself hold ") ".
+            return stat.read().rpartition(b") ")[2][:1] in (b"Z", b"X")
+    except OSError:
+        return True
+
+
+def children_of(pid):
+    """The pids of `pid`'s children, from each of its threads (none where /proc does not list them)."""
+    children = []
+    try:
+        threads = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return children
+    for thread in threads:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, thread), "rb") as listed:
+                children.extend(int(child) for child in listed.read().split())
+        except (OSError, ValueError):
+            pass
+    return children
 
 
 def reaper_main(connection):

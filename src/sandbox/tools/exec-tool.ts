@@ -8,12 +8,13 @@ import type { ToolContext } from './tool-context.js';
  * out its workspace's network policy opens (proxy and pip variables; none without one). When the
  * policy refused some of its connections, the result says so in one line. Each output
  * stream keeps at most the response budget while the command runs; what the response cannot
- * carry (both streams together, JSON escaping counted) is cut when the result is built.
+ * carry (both streams together, JSON escaping counted) is cut when the result is built. With
+ * `context.onOutput`, the output is also handed over live as the command writes it.
  */
 export async function execCommand(
   context: ToolContext,
   input: { command: string; timeoutSeconds?: number | undefined },
-): Promise<Omit<ExecResult, 'aborted'>> {
+): Promise<Omit<ExecResult, 'aborted' | 'cpuSeconds'>> {
   const timeoutSeconds = Math.min(
     input.timeoutSeconds ?? context.limits.execTimeoutSeconds,
     context.limits.maxExecTimeoutSeconds,
@@ -26,8 +27,10 @@ export async function execCommand(
     signal: context.signal,
     maxOutputBytes: context.limits.maxOutputBytes,
     ...(environment ? { environment } : {}),
+    ...(context.onOutput ? { onOutput: context.onOutput } : {}),
   });
-  const { aborted: _aborted, ...visible } = result;
+  // CPU time is for traces and metering, not part of the result the model sees.
+  const { aborted: _aborted, cpuSeconds: _cpuSeconds, ...visible } = result;
   const notice = egressNotice(context.egress?.refusalsSince(context.workspace.id, startedAt) ?? []);
   if (!notice) return visible;
   return { ...visible, message: visible.message ? `${visible.message} ${notice}` : notice };

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { fileTypeFromBuffer } from 'file-type';
+import { isServiceError } from '../../errors.js';
 import { WorkspaceFileError } from '../backend.js';
 import { type ToolContext, ToolError } from './tool-context.js';
 import { measureWorkspaceUsage } from './workspace-usage.js';
@@ -14,6 +15,8 @@ const MAX_READ_BYTES = 1024 * 1024;
 /** Backend refusals keep their stable code and safe message; anything else is internal. */
 export function toToolError(error: unknown): ToolError {
   if (error instanceof ToolError) return error;
+  if (isServiceError(error) && error.code === 'LIMIT_REACHED')
+    return new ToolError(error.code, error.message, error.fields);
   if (error instanceof WorkspaceFileError) return new ToolError(error.code, error.message);
   if (error instanceof Error && error.name === 'AbortError') {
     return new ToolError('ABORTED', 'The call was cancelled; anything it started was stopped.');

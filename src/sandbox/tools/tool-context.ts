@@ -4,7 +4,8 @@ import type { DatabaseSchema } from '../../db/schema.js';
 import type { Logger } from '../../logger.js';
 import type { FileStorage } from '../../storage/file-storage.js';
 import type { FileOwner } from '../../uploads/file-registry.js';
-import type { SandboxBackend, WorkspaceFileErrorCode } from '../backend.js';
+import type { UsageSink } from '../../usage/usage-types.js';
+import type { ExecOptions, SandboxBackend, WorkspaceFileErrorCode } from '../backend.js';
 import type { EffectivePolicy } from '../egress/effective-policy.js';
 import type { EgressProxy } from '../egress/egress-proxy.js';
 import type { Workspace } from '../workspaces.js';
@@ -29,6 +30,10 @@ export interface ToolContext {
   network: EffectivePolicy;
   /** The egress proxy, to tell a command which of its connections were refused. */
   egress?: Pick<EgressProxy, 'refusalsSince'>;
+  /** Where published bytes are metered (`artifactBytesPublished`). */
+  usage?: UsageSink;
+  /** Live output of `sandbox_exec`, chunk by chunk (see `ExecOptions.onOutput`); absent for other calls. */
+  onOutput?: ExecOptions['onOutput'];
   /** Set by a quota check: the workspace's size after this call's write. */
   measuredBytes?: number;
 }
@@ -46,6 +51,7 @@ export type ToolErrorCode =
   | 'SANDBOX_UNAVAILABLE'
   | 'ABORTED'
   | 'STORAGE_UNAVAILABLE'
+  | 'LIMIT_REACHED'
   | 'INTERNAL';
 
 /** A tool failure: it becomes an `isError` result, never a success and never a file. */
@@ -53,6 +59,8 @@ export class ToolError extends Error {
   constructor(
     readonly code: ToolErrorCode,
     message: string,
+    /** Members the result carries beside `code` and `message` (a limit's `limit`, `value`, `used`, `resetAt`). */
+    readonly fields?: Readonly<Record<string, string | number | null>>,
   ) {
     super(message);
     this.name = 'ToolError';

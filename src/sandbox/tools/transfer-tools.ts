@@ -11,6 +11,7 @@ import { findOwnedFile, registerStoredFile, type StoredFile } from '../../upload
 import { sanitizeFilename } from '../../uploads/filename.js';
 import { inspectFile } from '../../uploads/inspect.js';
 import { ALL_UPLOAD_TYPES, DOCX, PPTX, type UploadMediaType, XLSX } from '../../uploads/media-types.js';
+import { admitStoredBytes } from '../../usage/limits.js';
 import { WorkspaceFileError } from '../backend.js';
 import { requireQuota } from './file-tools.js';
 import { type ToolContext, ToolError } from './tool-context.js';
@@ -134,6 +135,7 @@ export async function publishFile(
       sha256: hash.digest('hex'),
       createdAt: Date.now(),
     };
+    await admitStoredBytes(context.db, context.owner, stored.size);
     try {
       await context.storage.putFile(stored.storagePath, tempPath, { contentType: stored.mediaType, size: stored.size });
     } catch (error) {
@@ -149,6 +151,7 @@ export async function publishFile(
       await context.storage.delete(stored.storagePath).catch(() => undefined);
       throw error;
     }
+    context.usage?.add(context.owner, { artifactBytesPublished: stored.size });
     // Signed from the registry entry just written, exactly as the signer would for a client.
     const signed = await resignFile(context, context.owner, stored.storagePath);
     if (!signed.file) throw new ToolError('INTERNAL', 'The published file could not be signed.');

@@ -132,3 +132,36 @@ export function renderedLines(selector: string): string {
     return lines;
   })`;
 }
+
+/** Where the console suites leave their screenshots. */
+export const CONSOLE_SCREENSHOTS = 'test-results/console';
+
+/**
+ * Watches a console page as every console suite does: a 15 s default timeout, uncaught page
+ * errors and Content-Security-Policy violations collected into the lists given (each suite
+ * asserts them empty).
+ */
+export function watchConsolePage(page: Page, seen: { pageErrors: string[]; cspViolations: string[] }): void {
+  page.setDefaultTimeout(15_000);
+  page.on('pageerror', (error) => seen.pageErrors.push(error.message));
+  page.on('console', (message) => {
+    if (/content[- ]security[- ]policy/i.test(message.text())) seen.cspViolations.push(message.text());
+  });
+}
+
+/**
+ * What a failed step leaves behind: a screenshot of its page (`failed-<prefix><test name>.png`) and
+ * the page's text, plus `more` (the service's stderr, say), to see what the SPA showed.
+ */
+export async function reportFailedStep(page: Page, testName: string, prefix = '', more = ''): Promise<void> {
+  const name = testName.replace(/[^a-z0-9]+/gi, '-').slice(0, 40);
+  await page
+    .screenshot({ path: `${CONSOLE_SCREENSHOTS}/failed-${prefix}${name}.png`, fullPage: true })
+    .catch(() => undefined);
+  const text =
+    (await page
+      .locator('body')
+      .textContent()
+      .catch(() => '')) ?? '';
+  console.log(`failed at ${page.url()}:\n${text.slice(0, 3_000)}${more ? `\n\n${more}` : ''}`);
+}

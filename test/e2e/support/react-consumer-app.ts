@@ -25,7 +25,8 @@ const MAIN_JSX = `import { createRoot } from 'react-dom/client';
 import { MordnChat } from 'mordn/react';
 import 'mordn/react/styles.css';
 
-createRoot(document.getElementById('root')).render(<MordnChat api="/api/chat" />);
+const chatId = new URLSearchParams(location.search).get('chatId') ?? undefined;
+createRoot(document.getElementById('root')).render(<MordnChat api="/api/chat" chatId={chatId} />);
 `;
 
 const VITE_CONFIG = `import react from '@vitejs/plugin-react';

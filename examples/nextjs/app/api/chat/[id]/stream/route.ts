@@ -1,7 +1,8 @@
 import { mordn } from '@/lib/mordn';
 
 /**
- * What `useChat({ resume: true })` asks on mount (`/api/chat/<id>/stream`): Mordn answers 204,
- * nothing to resume, and the handler passes that through, so the chat starts ready.
+ * Resume (`/api/chat/<id>/stream`): what the component asks after loading a chat's history, and
+ * when its stream drops. Mordn replays the chat's running answer (or one stored within the last
+ * minute) from its first chunk and follows it live; 204 when there is none.
  */
 export const { GET } = mordn;
