@@ -35,12 +35,15 @@ describe(`database layer (${testDialect()})`, () => {
       '0007-admin-audit',
       '0008-console-sessions',
       '0009-sandbox-egress',
+      '0010-chat-answers',
+      '0011-usage',
+      '0012-workspace-metering',
     ]);
     await migrateToLatest(database.db, database.dialect);
     const second = await target.open();
     await second.close();
     const again = await sql<{ name: string }>`select name from kysely_migration`.execute(database.db);
-    expect(again.rows).toHaveLength(9);
+    expect(again.rows).toHaveLength(12);
   });
 
   it('reads epoch-millisecond bigints back as numbers', async () => {
@@ -156,6 +159,46 @@ describe(`database layer (${testDialect()})`, () => {
     ).rejects.toThrow();
     await database.db.deleteFrom('sandbox_tokens').where('id', '=', token.id).execute();
   });
+
+  it.runIf(testDialect() === 'postgres')(
+    'migrates while other schemas of the database are made, altered and dropped, and introspects only its own',
+    async () => {
+      // Another deployment (or test) changing its own schema meanwhile: Kysely's own introspector
+      // reads every schema's columns and fails on one dropped mid-read.
+      let churning = true;
+      const churn = (async () => {
+        const admin = await createTestDatabaseTarget();
+        const other = await admin.open();
+        try {
+          for (let round = 0; churning; round += 1) {
+            const name = `churn_${process.pid}_${round}`;
+            await sql`create schema ${sql.id(name)}`.execute(other.db);
+            await sql`create table ${sql.id(name, 'rows')} (id serial primary key, a int)`.execute(other.db);
+            await sql`alter table ${sql.id(name, 'rows')} add column b bigserial`.execute(other.db);
+            await sql`drop schema ${sql.id(name)} cascade`.execute(other.db);
+          }
+        } finally {
+          await other.close();
+          await admin.destroy();
+        }
+      })();
+      try {
+        for (let start = 0; start < 6; start += 1) {
+          const fresh = await createTestDatabaseTarget();
+          const opened = await fresh.open();
+          await opened.close();
+          await fresh.destroy();
+        }
+      } finally {
+        churning = false;
+        await churn;
+      }
+      const tables = await database.db.introspection.getTables({ withInternalKyselyTables: true });
+      expect(new Set(tables.map((table) => table.schema))).toEqual(new Set([target.schema]));
+      expect(tables.map((table) => table.name)).toEqual(expect.arrayContaining(['kysely_migration', 'tenants']));
+    },
+    60_000,
+  );
 
   it('refuses to open a PostgreSQL schema with an unsafe name', async () => {
     await expect(

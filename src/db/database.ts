@@ -5,13 +5,14 @@ import {
   Kysely,
   type SqliteDatabase as KyselySqliteDatabase,
   Migrator,
-  PostgresDialect,
+  type PostgresDialect,
   SqliteDialect,
   sql,
 } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
 import { ensurePrivateFile, tightenPermissions } from '../private-files.js';
+import { CurrentSchemaPostgresDialect } from './current-schema-dialect.js';
 import { migrationProvider } from './migrations/index.js';
 import { reportUnavailability } from './postgres-availability.js';
 import type { DatabaseSchema } from './schema.js';
@@ -171,7 +172,7 @@ function createPostgresDialect(connection: pg.ClientConfig): PostgresDialect {
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
   });
-  return new PostgresDialect({ pool: reportUnavailability(pool) });
+  return new CurrentSchemaPostgresDialect({ pool: reportUnavailability(pool) });
 }
 
 /**
