@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -41,6 +42,9 @@ const POSTGRES_ONLY = [
 const END_TO_END = 'test/e2e/**';
 export default defineConfig({
   test: {
+    // Most files wait on processes, sockets and sandboxes rather than compute: two run at once even
+    // on a 2-core machine (Vitest's default there is one), and never more than four.
+    maxWorkers: Math.min(4, Math.max(2, availableParallelism())),
     testTimeout: 20_000,
     hookTimeout: 30_000,
     projects: [

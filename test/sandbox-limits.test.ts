@@ -6,6 +6,7 @@ import { type AgentFixture, createAgentFixture } from './support/fixtures.js';
 import { readJson } from './support/json.js';
 import { callTool, connectSdkClient } from './support/mcp.js';
 import { connectEra, MCP_ERAS, rawEraMcp } from './support/mcp-eras.js';
+import { pollUntil } from './support/poll.js';
 import { awayFromWindowEdge } from './support/rate-window.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -128,6 +129,7 @@ describe.each(MCP_ERAS)('abort: $name', (era) => {
     const service = await startTestService({ environment: { MORDN_SANDBOX_ENABLED: 'true' } });
     try {
       const fixture = await createAgentFixture(service.database.db, { published: ENABLED });
+      const client = await connectEra(era, service, fixture.key, 'dave');
       const controller = new AbortController();
       const running = rawEraMcp(
         service,
@@ -138,14 +140,18 @@ describe.each(MCP_ERAS)('abort: $name', (era) => {
         }),
         { userId: 'dave', signal: controller.signal },
       ).catch((error: Error) => error);
-      await sleep(1_000);
-      controller.abort();
-      expect(await running).toBeInstanceOf(Error);
-      await sleep(1_000);
-      const client = await connectEra(era, service, fixture.key, 'dave');
       try {
+        // Aborted once the background loop is seen running (a loaded machine makes the workspace slowly).
+        const beating = await pollUntil(
+          async () => Number((await client.callTool('sandbox_exec', { command: 'wc -l < heartbeat' })).value.stdout),
+          (lines) => lines > 2,
+          { timeoutMs: 15_000, intervalMs: 200 },
+        );
+        expect(beating).toBeGreaterThan(2);
+        controller.abort();
+        expect(await running).toBeInstanceOf(Error);
+        await sleep(1_000);
         const first = await client.callTool('sandbox_exec', { command: 'wc -l < heartbeat' });
-        expect(Number(first.value.stdout)).toBeGreaterThan(2);
         await sleep(600);
         const second = await client.callTool('sandbox_exec', { command: 'wc -l < heartbeat; ls finished 2>&1; true' });
         expect(second.value.stdout.split('\n')[0]).toBe(first.value.stdout.trim());
