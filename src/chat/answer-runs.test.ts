@@ -1,8 +1,8 @@
 import type { UIMessageChunk } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { createAnswerRuns, messageFromLog } from './answer-runs.js';
-import { createAnswerSignal } from './answer-signal.js';
-import type { AnswerChunks, AnswerStore } from './answer-store.js';
+import { type AnswerSignal, createAnswerSignal } from './answer-signal.js';
+import type { AnswerChunks, AnswerKey, AnswerStore } from './answer-store.js';
 import { createMemoryAnswerStore } from './memory-answer-store.js';
 
 /** A memory store that records every `append` call. */
@@ -16,6 +16,11 @@ function recordingStore(): AnswerStore & { appends: AnswerChunks[][] } {
       await store.append(batches);
     },
   });
+}
+
+/** A plain answer (not resumable) of `stream`, with a minute to run, as `start` takes it. */
+function plainAnswer(answerId: string, key: AnswerKey, answer: AnswerSignal, stream: ReadableStream<UIMessageChunk>) {
+  return { answerId, key, answer, resumable: false, graceMs: 0, deadlineAt: Date.now() + 60_000, stream };
 }
 
 async function readAll(body: ReadableStream<Uint8Array>): Promise<string> {
@@ -52,15 +57,7 @@ describe('createAnswerRuns', () => {
       },
     });
     const answer = createAnswerSignal(new Request('http://host/'), 60_000);
-    const body = runs.start({
-      answerId: 'a1',
-      key,
-      answer,
-      resumable: false,
-      graceMs: 0,
-      deadlineAt: Date.now() + 60_000,
-      stream,
-    });
+    const body = runs.start(plainAnswer('a1', key, answer, stream));
     const sse = await readAll(body);
     expect(sse).toBe(`${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -88,15 +85,7 @@ describe('createAnswerRuns', () => {
         answer.signal.addEventListener('abort', () => controller.close());
       },
     });
-    const body = runs.start({
-      answerId: 'a9',
-      key,
-      answer,
-      resumable: false,
-      graceMs: 0,
-      deadlineAt: Date.now() + 60_000,
-      stream,
-    });
+    const body = runs.start(plainAnswer('a9', key, answer, stream));
     expect(answer.interruption).toBe('stop');
     await readAll(body);
     answer.dispose();
@@ -143,17 +132,7 @@ describe('createAnswerRuns', () => {
       },
     });
     const answer = createAnswerSignal(new Request('http://host/'), 60_000);
-    const first = readAll(
-      running.start({
-        answerId: 'p1',
-        key,
-        answer,
-        resumable: false,
-        graceMs: 0,
-        deadlineAt: Date.now() + 60_000,
-        stream,
-      }),
-    );
+    const first = readAll(running.start(plainAnswer('p1', key, answer, stream)));
     await new Promise((resolve) => setTimeout(resolve, 150));
     const record = await store.get('p1');
     if (!record) throw new Error('no record');
@@ -187,17 +166,7 @@ describe('createAnswerRuns', () => {
       },
     });
     const answer = createAnswerSignal(new Request('http://host/'), 60_000);
-    const first = readAll(
-      runs.start({
-        answerId: 'a2',
-        key,
-        answer,
-        resumable: false,
-        graceMs: 0,
-        deadlineAt: Date.now() + 60_000,
-        stream,
-      }),
-    );
+    const first = readAll(runs.start(plainAnswer('a2', key, answer, stream)));
     push({ type: 'start', messageId: 'r2' });
     push({ type: 'text-start', id: 't' });
     await new Promise((resolve) => setTimeout(resolve, 20));
