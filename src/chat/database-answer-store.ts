@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { type Selectable, sql } from 'kysely';
 import type { Database } from '../db/database.js';
+import { groupedWrites } from '../db/grouped-writes.js';
 import type { ChatAnswersTable } from '../db/schema.js';
 import type { AnswerEvent, AnswerKey, AnswerRecord, AnswerStore } from './answer-store.js';
 
@@ -124,6 +125,26 @@ export async function createDatabaseAnswerStore(
       .where('user_id', '=', key.userId)
       .where('chat_id', '=', key.chatId);
 
+  /** Takes chats' slots; the turns that start together take theirs in one statement. */
+  const insertSlot = groupedWrites(
+    async (rows: readonly SlotRow[]) => {
+      const inserted = new Set(
+        database.dialect === 'postgres'
+          ? await insertSlotsLightly(db, rows)
+          : (
+              await db
+                .insertInto('chat_answers')
+                .values([...rows])
+                .onConflict((conflict) => conflict.doNothing())
+                .returning('answer_id')
+                .execute()
+            ).map((row) => row.answer_id),
+      );
+      return rows.map((row) => inserted.has(row.answer_id));
+    },
+    { maxGroup: ROWS_PER_INSERT },
+  );
+
   const store: DatabaseAnswerStore = {
     get delivery() {
       return delivery;
@@ -142,15 +163,7 @@ export async function createDatabaseAnswerStore(
           lease_until: now + answer.leaseMs,
           started_at: now,
         };
-        const inserted =
-          database.dialect === 'postgres'
-            ? await insertSlotLightly(db, row)
-            : await db
-                .insertInto('chat_answers')
-                .values(row)
-                .onConflict((conflict) => conflict.doNothing())
-                .returning('answer_id')
-                .executeTakeFirst();
+        const inserted = await insertSlot(row);
         if (inserted) return { acquired: true };
         const running = await ofKey(key).where('status', '=', 'running').executeTakeFirst();
         // The running answer may have ended between the two statements: try again.
@@ -329,23 +342,28 @@ export async function createDatabaseAnswerStore(
   return store;
 }
 
+type SlotRow = Omit<Selectable<ChatAnswersTable>, 'stop_requested' | 'reader_seen_at' | 'overflow' | 'finished_at'>;
+
 /**
- * Takes a chat's slot on PostgreSQL in one statement that does not wait for its WAL to reach the
+ * Takes chats' slots on PostgreSQL in one statement that does not wait for its WAL to reach the
  * disk (`synchronous_commit` off for its own transaction only): the row lives for the length of
  * an answer, and the flush it would wait for sits between a turn and its first delta. A database
- * crash in the next fraction of a second can lose the slot; the answer's renewals then find no
- * lease and it ends as if its process had died.
+ * crash in the next fraction of a second can lose a slot; the answer's renewals then find no
+ * lease and it ends as if its process had died. Returns the answer ids whose slot was taken.
  */
-async function insertSlotLightly(
-  db: Database['db'],
-  row: Omit<Selectable<ChatAnswersTable>, 'stop_requested' | 'reader_seen_at' | 'overflow' | 'finished_at'>,
-): Promise<{ answer_id: string } | undefined> {
-  const { rows } = await sql<{ answer_id: string }>`
+async function insertSlotsLightly(db: Database['db'], rows: readonly SlotRow[]): Promise<string[]> {
+  const values = sql.join(
+    rows.map(
+      (row) => sql`(${row.answer_id}::text, ${row.space}::text, ${row.user_id}::text, ${row.chat_id}::text,
+        ${row.user_message_id}::text, ${row.status}::text, ${row.owner}::text, ${row.lease_until}::bigint,
+        ${row.started_at}::bigint)`,
+    ),
+  );
+  const { rows: inserted } = await sql<{ answer_id: string }>`
     insert into chat_answers (answer_id, space, user_id, chat_id, user_message_id, status, owner, lease_until, started_at)
-    select ${row.answer_id}::text, ${row.space}::text, ${row.user_id}::text, ${row.chat_id}::text,
-      ${row.user_message_id}::text, ${row.status}::text, ${row.owner}::text, ${row.lease_until}::bigint, ${row.started_at}::bigint
+    select * from (values ${values}) as slot (answer_id, space, user_id, chat_id, user_message_id, status, owner, lease_until, started_at)
     where set_config('synchronous_commit', 'off', true) is not null
     on conflict do nothing
     returning answer_id`.execute(db);
-  return rows[0];
+  return inserted.map((row) => row.answer_id);
 }

@@ -1,11 +1,14 @@
 import type { UIMessage } from 'ai';
-import type { Kysely } from 'kysely';
-import type { DatabaseSchema } from '../db/schema.js';
+import type { Insertable, Kysely } from 'kysely';
+import { groupedWrites } from '../db/grouped-writes.js';
+import type { ChatsTable, DatabaseSchema } from '../db/schema.js';
 import { isServiceError } from '../errors.js';
 import type { ChatScope, ChatStore } from './types.js';
 
 /** How long a save keeps retrying while the database is unavailable (a restart takes about a second). */
 const SAVE_RETRY_MS = 10_000;
+/** Chats of one grouped upsert (7 parameters each, well under SQLite's bound-parameter limit). */
+const UPSERTS_PER_STATEMENT = 200;
 
 /**
  * Runs `save` again, with growing pauses, while it fails with `DATABASE_UNAVAILABLE`. A save comes
@@ -23,6 +26,39 @@ async function retryWhileUnavailable(save: () => Promise<unknown>): Promise<void
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
+}
+
+type ChatRow = Insertable<ChatsTable>;
+
+/** The grouped chat upsert of each database (stores are made per request; the group is the database's). */
+const upserts = new WeakMap<Kysely<DatabaseSchema>, (row: ChatRow) => Promise<void>>();
+
+/**
+ * Creates or replaces a chat's messages. Saves made together (the questions of turns that start
+ * at once) go in one statement.
+ */
+function upsertChat(db: Kysely<DatabaseSchema>, row: ChatRow): Promise<void> {
+  let upsert = upserts.get(db);
+  if (!upsert) {
+    upsert = groupedWrites(
+      async (rows: readonly ChatRow[]) => {
+        await db
+          .insertInto('chats')
+          .values([...rows])
+          .onConflict((conflict) =>
+            conflict.columns(['tenant_id', 'agent_id', 'user_id', 'chat_id']).doUpdateSet((eb) => ({
+              messages: eb.ref('excluded.messages'),
+              updated_at: eb.ref('excluded.updated_at'),
+            })),
+          )
+          .execute();
+        return rows.map(() => undefined);
+      },
+      { maxGroup: UPSERTS_PER_STATEMENT },
+    );
+    upserts.set(db, upsert);
+  }
+  return upsert(row);
 }
 
 /**
@@ -63,23 +99,15 @@ export function createDatabaseChatStore(
         return;
       }
       await retryWhileUnavailable(() =>
-        db
-          .insertInto('chats')
-          .values({
-            tenant_id: agent.tenantId,
-            agent_id: agent.agentId,
-            user_id: scope.userId,
-            chat_id: chatId,
-            messages: json,
-            created_at: now,
-            updated_at: now,
-          })
-          .onConflict((conflict) =>
-            conflict
-              .columns(['tenant_id', 'agent_id', 'user_id', 'chat_id'])
-              .doUpdateSet({ messages: json, updated_at: now }),
-          )
-          .execute(),
+        upsertChat(db, {
+          tenant_id: agent.tenantId,
+          agent_id: agent.agentId,
+          user_id: scope.userId,
+          chat_id: chatId,
+          messages: json,
+          created_at: now,
+          updated_at: now,
+        }),
       );
     },
     async deleteChat(scope, chatId) {
