@@ -9,6 +9,8 @@ import type { ChatScope, ChatStore } from './types.js';
 const SAVE_RETRY_MS = 10_000;
 /** Chats of one grouped upsert (7 parameters each, well under SQLite's bound-parameter limit). */
 const UPSERTS_PER_STATEMENT = 200;
+/** Characters of messages in one grouped upsert: long histories are saved in statements of their own. */
+const UPSERT_MAX_CHARACTERS = 4 * 1024 * 1024;
 
 /**
  * Runs `save` again, with growing pauses, while it fails with `DATABASE_UNAVAILABLE`. A save comes
@@ -54,7 +56,7 @@ function upsertChat(db: Kysely<DatabaseSchema>, row: ChatRow): Promise<void> {
           .execute();
         return rows.map(() => undefined);
       },
-      { maxGroup: UPSERTS_PER_STATEMENT },
+      { maxGroup: UPSERTS_PER_STATEMENT, weigh: (row) => row.messages.length, maxWeight: UPSERT_MAX_CHARACTERS },
     );
     upserts.set(db, upsert);
   }

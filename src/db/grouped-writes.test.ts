@@ -57,6 +57,14 @@ describe('groupedWrites', () => {
     expect(writer.statements).toEqual([[0], [1, 2, 3], [4, 5, 6], [7]]);
   });
 
+  it('stops a group before its inputs would weigh more than maxWeight, yet takes a heavy input alone', async () => {
+    const writer = recordingWriter();
+    const write = groupedWrites(writer.write, { maxGroup: 100, weigh: (input) => input, maxWeight: 10 });
+    const inputs = [1, 4, 5, 2, 30, 3];
+    expect(await Promise.all(inputs.map((input) => write(input)))).toEqual(inputs.map((input) => input * 10));
+    expect(writer.statements).toEqual([[1], [4, 5], [2], [30], [3]]);
+  });
+
   it('fails only the call whose input fails: the rest of its group is written alone, in order', async () => {
     const writer = recordingWriter({ poisoned: (input) => input === 3 });
     const write = groupedWrites(writer.write, { maxGroup: 100 });

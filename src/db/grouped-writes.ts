@@ -13,7 +13,12 @@
  */
 export function groupedWrites<Input, Output>(
   write: (inputs: readonly Input[]) => Promise<readonly Output[]>,
-  options: { maxGroup: number },
+  options: {
+    maxGroup: number;
+    /** With `maxWeight`: an input's size (its bytes, say); a group stops before it would pass `maxWeight`. */
+    weigh?: (input: Input) => number;
+    maxWeight?: number;
+  },
 ): (input: Input) => Promise<Output> {
   const queue: Array<{ input: Input; resolve: (output: Output) => void; reject: (error: unknown) => void }> = [];
   let busy = false;
@@ -23,11 +28,25 @@ export function groupedWrites<Input, Output>(
     return output as Output;
   };
 
+  /** How many of the queued calls the next group takes: at least one. */
+  const groupLength = () => {
+    const { weigh, maxWeight = Number.POSITIVE_INFINITY } = options;
+    if (!weigh) return options.maxGroup;
+    let length = 0;
+    let weight = 0;
+    for (const each of queue) {
+      weight += weigh(each.input);
+      if (length === options.maxGroup || (length > 0 && weight > maxWeight)) break;
+      length += 1;
+    }
+    return length;
+  };
+
   const drain = async () => {
     busy = true;
     try {
       while (queue.length > 0) {
-        const group = queue.splice(0, options.maxGroup);
+        const group = queue.splice(0, groupLength());
         let outputs: readonly Output[] | undefined;
         try {
           outputs = await write(group.map((each) => each.input));
